@@ -1,0 +1,47 @@
+// swift-tools-version:6.0
+// Touchstone: LocalAuthentication + Keychain semantics for Linux, backed by
+// libfprint and a TPM 2.0. C libraries come from Debian via system-library
+// targets; the package depends on no outside Swift package.
+import PackageDescription
+
+let package = Package(
+    name: "Touchstone",
+    products: [
+        .library(name: "Touchstone", targets: ["Touchstone"]),
+        .executable(name: "touchstone", targets: ["TouchstoneCLI"]),
+        .executable(name: "touchstone-bench", targets: ["TouchstoneBench"]),
+    ],
+    targets: [
+        // MARK: C libraries (Debian packages)
+        .systemLibrary(
+            name: "CTSS2", path: "Sources/CTSS2",
+            pkgConfig: "tss2-esys",
+            providers: [.apt(["libtss2-dev"])]),
+        .systemLibrary(
+            name: "CFPrint", path: "Sources/CFPrint",
+            pkgConfig: "libfprint-2",
+            providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", path: "Sources/CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CSodium", path: "Sources/CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"])]),
+
+        // MARK: Swift modules, bottom up
+        .target(name: "TouchstoneSecure", dependencies: ["CSodium"]),
+        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure"]),
+        .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure"]),
+        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"]),
+        .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneSecure"]),
+        .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
+
+        // MARK: Tests (one test bundle; one folder per module under test)
+        .testTarget(name: "TPMTests", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "CTSS2"]),
+        .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,1 @@
+// The Touchstone module: filled in by its issue.

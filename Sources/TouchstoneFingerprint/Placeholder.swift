@@ -1,0 +1,1 @@
+// The TouchstoneFingerprint module: filled in by its issue.

@@ -1,0 +1,125 @@
+import CSodium
+
+/// libsodium must be initialised once before any of its functions are used.
+/// A global `let` is initialised lazily and exactly once, from any thread.
+private let sodiumReady: Bool = sodium_init() >= 0
+
+/// Ensures libsodium is initialised; traps if it cannot be (no entropy source),
+/// since nothing in Touchstone is safe without it.
+@inline(__always)
+public func ensureSodium() {
+    precondition(sodiumReady, "libsodium could not be initialised")
+}
+
+/// A fixed-size buffer for key material and secrets.
+///
+/// - Its memory is locked (`sodium_mlock`, best effort: mlock can be refused
+///   by RLIMIT_MEMLOCK) so it is not written to swap.
+/// - `deinit` wipes the whole buffer (`sodium_munlock` zeroes before it
+///   unlocks) and frees it.
+/// - Equality is constant-time (`sodium_memcmp`).
+/// - The bytes are reachable only through `withUnsafeBytes`, so callers
+///   cannot make an untracked copy by accident.
+public final class SecureBytes: @unchecked Sendable {
+    // @unchecked Sendable: the storage is written only during initialisation
+    // (or through `withUnsafeMutableBytes` by its single owner before it is
+    // shared); every later access is a read.
+    private let base: UnsafeMutableRawPointer
+    public let count: Int
+    /// Whether mlock succeeded (reported for the memory-hygiene tests).
+    public let isLocked: Bool
+
+    private var storage: UnsafeMutableRawBufferPointer { .init(start: base, count: count) }
+
+    /// A zero-filled buffer of `count` bytes.
+    public init(count: Int) {
+        ensureSodium()
+        precondition(count >= 0)
+        self.count = count
+        base = .allocate(byteCount: max(count, 1), alignment: 16)
+        base.initializeMemory(as: UInt8.self, repeating: 0, count: max(count, 1))
+        isLocked = count == 0 || sodium_mlock(base, count) == 0
+    }
+
+    /// A copy of `bytes`. The caller stays responsible for wiping its source.
+    public convenience init(copying bytes: UnsafeRawBufferPointer) {
+        self.init(count: bytes.count)
+        if bytes.count > 0 {
+            storage.copyMemory(from: bytes)
+        }
+    }
+
+    /// `count` random bytes from libsodium's CSPRNG.
+    public static func random(count: Int) -> SecureBytes {
+        let out = SecureBytes(count: count)
+        if count > 0 { randombytes_buf(out.base, count) }
+        return out
+    }
+
+    /// Takes the bytes of `array` and wipes the array's storage.
+    /// Useful for data that arrives as `[UInt8]` from an API we do not own.
+    public convenience init(consuming array: inout [UInt8]) {
+        self.init(count: array.count)
+        array.withUnsafeMutableBytes { src in
+            if src.count > 0 {
+                storage.copyMemory(from: UnsafeRawBufferPointer(src))
+                sodium_memzero(src.baseAddress, src.count)
+            }
+        }
+        array.removeAll()
+    }
+
+    deinit {
+        if count > 0 {
+            if isLocked {
+                sodium_munlock(base, count)  // zeroes, then unlocks
+            } else {
+                sodium_memzero(base, count)
+            }
+        }
+        base.deallocate()
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(storage))
+    }
+
+    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+        try body(storage)
+    }
+
+    /// A new buffer holding `self` followed by `other`.
+    public func appending(_ other: SecureBytes) -> SecureBytes {
+        let out = SecureBytes(count: count + other.count)
+        out.withUnsafeMutableBytes { dst in
+            if count > 0 { dst.baseAddress!.copyMemory(from: base, byteCount: count) }
+            other.withUnsafeBytes { src in
+                if src.count > 0 { (dst.baseAddress! + count).copyMemory(from: src.baseAddress!, byteCount: src.count) }
+            }
+        }
+        return out
+    }
+}
+
+extension SecureBytes: Equatable {
+    /// Constant-time comparison of equal-length buffers; different lengths
+    /// compare unequal (the length is not secret).
+    public static func == (lhs: SecureBytes, rhs: SecureBytes) -> Bool {
+        guard lhs.count == rhs.count else { return false }
+        if lhs.count == 0 { return true }
+        return lhs.withUnsafeBytes { a in
+            rhs.withUnsafeBytes { b in sodium_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
+        }
+    }
+}
+
+extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
+    /// Never prints the contents.
+    public var description: String { "SecureBytes(\(count) bytes)" }
+    public var debugDescription: String { description }
+}
+
+/// Wipes a byte array in place (for transient buffers that had to be arrays).
+public func secureWipe(_ array: inout [UInt8]) {
+    array.withUnsafeMutableBytes { if $0.count > 0 { sodium_memzero($0.baseAddress, $0.count) } }
+}

@@ -1,0 +1,1 @@
+// The TouchstoneVault module: filled in by its issue.
