@@ -1,0 +1,136 @@
+import CSodium
+import TouchstoneSecure
+
+/// A key sealed to the TPM, as stored on disk.
+///
+/// Layout (version 1, big-endian):
+///
+///     "TSBLOB" | version u8 | flags u8 (1 biometric, 2 passcode, 4 PCR 7)
+///     srkName      u16 len + bytes   name of the storage key it was sealed under
+///     [biometric]  nvIndex u32 | nvName u16+bytes | domainState u16+bytes
+///     [PCR 7]      pcrValue u16+bytes   PCR 7 at seal time
+///     public       u32 len + TPM2B_PUBLIC (marshalled)
+///     private      u32 len + TPM2B_PRIVATE (marshalled)
+///     check        16 bytes: BLAKE2b-128 of the key under a fixed domain key
+///     checksum     32 bytes: BLAKE2b-256 over everything before it
+///
+/// The checksum tells damage apart from "another TPM": a blob whose bytes are
+/// intact but whose storage key is not this TPM's is foreign. The check value
+/// catches an unseal that returned wrong bytes (it reveals nothing of a
+/// 256-bit random key).
+public struct SealedBlob: Equatable, Sendable {
+    public var policy: SealPolicy
+    public var srkName: [UInt8]
+    public var nvName: [UInt8]
+    public var pcr7Value: [UInt8]
+    public var publicArea: [UInt8]
+    public var privateArea: [UInt8]
+    public var check: [UInt8]
+
+    static let magic = Array("TSBLOB".utf8)
+    static let version: UInt8 = 1
+    static let checkSize = 16
+    static let checksumSize = 32
+    /// Upper bound on a serialized blob; anything larger is rejected unread.
+    public static let maximumSize = 4096
+
+    public func serialized() -> [UInt8] {
+        var w = ByteWriter()
+        w.raw(Self.magic)
+        w.u8(Self.version)
+        var flags: UInt8 = 0
+        if policy.biometric != nil { flags |= 1 }
+        if policy.passcode { flags |= 2 }
+        if policy.biometric?.bindPCR7 == true { flags |= 4 }
+        w.u8(flags)
+        w.sized16(srkName)
+        if let bio = policy.biometric {
+            w.u32(bio.nvIndex)
+            w.sized16(nvName)
+            w.sized16(bio.domainState)
+            if bio.bindPCR7 { w.sized16(pcr7Value) }
+        }
+        w.sized32(publicArea)
+        w.sized32(privateArea)
+        w.raw(check)
+        let sum = Self.checksum(w.bytes)
+        w.raw(sum)
+        return w.bytes
+    }
+
+    /// Parses a serialized blob. Any damage (truncation, flipped bits, junk,
+    /// an unknown version) throws `TPMError.corruptedBlob`; it never traps.
+    public init(serialized bytes: [UInt8]) throws {
+        guard bytes.count <= Self.maximumSize else {
+            throw TPMError.corruptedBlob(detail: "\(bytes.count) bytes is larger than any sealed key")
+        }
+        guard bytes.count > Self.magic.count + Self.checksumSize, Array(bytes.prefix(Self.magic.count)) == Self.magic else {
+            throw TPMError.corruptedBlob(detail: "not a Touchstone sealed key")
+        }
+        let body = Array(bytes.dropLast(Self.checksumSize))
+        guard sodium_memcmp(Self.checksum(body), Array(bytes.suffix(Self.checksumSize)), Self.checksumSize) == 0 else {
+            throw TPMError.corruptedBlob(detail: "checksum mismatch (the stored bytes were altered)")
+        }
+        var r = ByteReader(body)
+        do {
+            _ = try r.raw(Self.magic.count, "magic")
+            let version = try r.u8("version")
+            guard version == Self.version else {
+                throw TPMError.corruptedBlob(detail: "unknown sealed-key version \(version)")
+            }
+            let flags = try r.u8("flags")
+            guard flags & ~7 == 0, flags & 4 == 0 || flags & 1 != 0 else {
+                throw TPMError.corruptedBlob(detail: "unknown flags 0x\(String(flags, radix: 16))")
+            }
+            srkName = try r.sized16("storage key name", max: 68)
+            nvName = []
+            pcr7Value = []
+            var biometric: BiometricCondition?
+            if flags & 1 != 0 {
+                let index = try r.u32("NV index")
+                nvName = try r.sized16("NV name", max: 68)
+                let state = try r.sized16("domain state", max: 64)
+                biometric = BiometricCondition(nvIndex: index, domainState: state, bindPCR7: flags & 4 != 0)
+                if flags & 4 != 0 { pcr7Value = try r.sized16("PCR 7 value", max: 64) }
+            }
+            policy = SealPolicy(biometric: biometric, passcode: flags & 2 != 0)
+            publicArea = try r.sized32("public area", max: 1024)
+            privateArea = try r.sized32("private area", max: 1024)
+            check = try r.raw(Self.checkSize, "check value")
+            guard r.isAtEnd else { throw TPMError.corruptedBlob(detail: "\(r.remaining) trailing bytes") }
+        } catch let error as ByteReader.Truncated {
+            throw TPMError.corruptedBlob(detail: "truncated at \(error.what)")
+        }
+    }
+
+    init(policy: SealPolicy, srkName: [UInt8], nvName: [UInt8], pcr7Value: [UInt8],
+         publicArea: [UInt8], privateArea: [UInt8], check: [UInt8]) {
+        self.policy = policy
+        self.srkName = srkName
+        self.nvName = nvName
+        self.pcr7Value = pcr7Value
+        self.publicArea = publicArea
+        self.privateArea = privateArea
+        self.check = check
+    }
+
+    static func checksum(_ bytes: [UInt8]) -> [UInt8] {
+        ensureSodium()
+        var out = [UInt8](repeating: 0, count: checksumSize)
+        _ = crypto_generichash(&out, checksumSize, bytes, UInt64(bytes.count), nil, 0)
+        return out
+    }
+
+    private static let checkDomain = Array("touchstone/sealed-key-check/v1".utf8)
+
+    /// The check value of `key`.
+    static func checkValue(of key: SecureBytes) -> [UInt8] {
+        ensureSodium()
+        var out = [UInt8](repeating: 0, count: checkSize)
+        key.withUnsafeBytes { k in
+            _ = crypto_generichash(&out, checkSize, k.baseAddress?.assumingMemoryBound(to: UInt8.self),
+                                   UInt64(k.count), checkDomain, checkDomain.count)
+        }
+        return out
+    }
+}

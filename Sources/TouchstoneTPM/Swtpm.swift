@@ -1,0 +1,200 @@
+import Foundation
+
+/// A private software TPM (swtpm) on unix sockets, run as a background
+/// process: the simulator's TPM and the test suite's.
+///
+/// Layout of its folder: `tpm2-00.permall` (swtpm's state), `sock` (TPM
+/// commands), `sock.ctrl` (control channel), `pid`, `log`.
+/// It is stopped the clean way: TPM2_Shutdown first (killing it without one
+/// would lose orderly state and count as a dictionary-attack failure), then
+/// SIGTERM to the PID from its pid file.
+public struct Swtpm: Sendable {
+    public enum Failure: Error, Equatable, CustomStringConvertible {
+        case notInstalled(String)
+        case pathTooLong(String)
+        case didNotStart(String)
+        case didNotStop(pid: Int32)
+
+        public var description: String {
+            switch self {
+            case .notInstalled(let tool): return "\(tool) is not installed (apt-get install swtpm swtpm-tools)"
+            case .pathTooLong(let path): return "socket path too long for a unix socket: \(path)"
+            case .didNotStart(let why): return "swtpm did not start: \(why)"
+            case .didNotStop(let pid): return "swtpm (pid \(pid)) did not stop"
+            }
+        }
+    }
+
+    public let directory: String
+    public var socketPath: String { directory + "/sock" }
+    public var controlPath: String { directory + "/sock.ctrl" }
+    public var pidPath: String { directory + "/pid" }
+    public var logPath: String { directory + "/log" }
+    /// The TCTI string that reaches it.
+    public var tcti: String { "swtpm:path=" + socketPath }
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    /// The PID from the pid file, if that process is alive (not a zombie).
+    public var pid: Int32? {
+        guard let text = try? String(contentsOfFile: pidPath, encoding: .utf8),
+              let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return nil }
+        return Self.isAlive(pid) ? pid : nil
+    }
+
+    public var isRunning: Bool { pid != nil }
+
+    /// Starts swtpm on this folder (created 0700 if missing; existing state
+    /// is kept, so a restart finds its keys and NV indices) and waits until
+    /// its control channel answers.
+    @discardableResult
+    public func start(timeout: TimeInterval = 10) throws -> Int32 {
+        if let pid { return pid }
+        guard socketPath.utf8.count < 100 else { throw Failure.pathTooLong(controlPath) }
+        guard let swtpm = Self.which("swtpm") else { throw Failure.notInstalled("swtpm") }
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true,
+                                                attributes: [.posixPermissions: 0o700])
+        for stale in [socketPath, controlPath, pidPath] { try? FileManager.default.removeItem(atPath: stale) }
+        let status = try Self.run(swtpm, [
+            "socket", "--tpm2",
+            "--tpmstate", "dir=\(directory),mode=0600",
+            "--server", "type=unixio,path=\(socketPath),mode=0600",
+            "--ctrl", "type=unixio,path=\(controlPath),mode=0600",
+            "--flags", "not-need-init,startup-clear",
+            "--pid", "file=\(pidPath)",
+            "--log", "file=\(logPath),level=1",
+            "-d",
+        ])
+        guard status == 0 else {
+            let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+            throw Failure.didNotStart("exit \(status): \(log.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let pid, controlAnswers() { return pid }
+            usleep(10_000)
+        }
+        throw Failure.didNotStart("its control socket \(controlPath) did not answer within \(Int(timeout)) s")
+    }
+
+    /// TPM2_Shutdown, then SIGTERM (SIGKILL after `timeout`), waiting for
+    /// the process to be gone. Does nothing if it is not running.
+    public func stop(timeout: TimeInterval = 5) throws {
+        guard let pid else { return }
+        if let tpm = try? TPM(tcti: tcti) { try? tpm.shutdown() }
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(timeout)
+        while Self.isAlive(pid) && Date() < deadline { usleep(10_000) }
+        if Self.isAlive(pid) {
+            kill(pid, SIGKILL)
+            usleep(100_000)
+            if Self.isAlive(pid) { throw Failure.didNotStop(pid: pid) }
+        }
+        try? FileManager.default.removeItem(atPath: pidPath)
+    }
+
+    /// Kills swtpm without TPM2_Shutdown: what a crash or power loss does.
+    public func kill9() {
+        guard let pid else { return }
+        kill(pid, SIGKILL)
+        while Self.isAlive(pid) { usleep(5_000) }
+        try? FileManager.default.removeItem(atPath: pidPath)
+    }
+
+    /// Whether swtpm's control channel accepts a connection and answers
+    /// CMD_GET_CAPABILITY (swtpm_ioctl -c).
+    func controlAnswers() -> Bool {
+        guard let ioctl = Self.which("swtpm_ioctl") else { return FileManager.default.fileExists(atPath: socketPath) }
+        return (try? Self.run(ioctl, ["--unix", controlPath, "-c"])) == 0
+    }
+
+    // MARK: - Process helpers
+
+    static func isAlive(_ pid: Int32) -> Bool {
+        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        // A zombie (exited, not yet reaped by its new parent) is not alive.
+        guard let stat = readProcFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return true }
+        let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
+        return state != "Z" && state != "X"
+    }
+
+    /// Reads a /proc file (whose size stat reports as 0, so Foundation's
+    /// file readers return nothing).
+    static func readProcFile(_ path: String) -> String? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &chunk, chunk.count)
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            result += chunk.prefix(n)
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    /// Finds an executable on PATH (and the sbin folders, where Debian puts
+    /// some TPM tools).
+    public static func which(_ name: String) -> String? {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+        for dir in path.split(separator: ":").map(String.init) + ["/usr/sbin", "/sbin", "/usr/local/bin"] {
+            let candidate = dir + "/" + name
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    /// Sets FD_CLOEXEC on every descriptor above stderr (the TSS's sockets,
+    /// Foundation's pipes), so a spawned daemon inherits none of them.
+    /// (glibc's posix_spawn_file_actions_addclosefrom_np does not import.)
+    static func markDescriptorsCloseOnExec() {
+        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
+        for fd in entries.compactMap(Int32.init) where fd > 2 {
+            let flags = fcntl(fd, F_GETFD)
+            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        }
+    }
+
+    /// Runs a program to completion and returns its exit status. Its
+    /// standard streams are /dev/null and it inherits no other descriptor:
+    /// a daemon (swtpm -d) must not keep this process's sockets or pipes
+    /// open. (Foundation's Process waits on a descriptor the daemon would
+    /// inherit, and never returns.)
+    @discardableResult
+    public static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        for fd: Int32 in 0...2 {
+            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        }
+        markDescriptorsCloseOnExec()
+        // The child must start with no signal blocked and default handlers:
+        // the calling thread may be a Dispatch worker that blocks them all,
+        // and a daemon inheriting that mask would ignore SIGTERM.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { for p in argv { free(p) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard rc == 0 else { throw Failure.didNotStart("cannot run \(executable): \(String(cString: strerror(rc)))") }
+        var status: Int32 = 0
+        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+        // WIFEXITED / WEXITSTATUS are macros: decode by hand.
+        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+}

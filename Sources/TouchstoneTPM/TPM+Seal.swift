@@ -1,0 +1,327 @@
+import CTSS2
+import TouchstoneSecure
+
+extension TPM {
+    /// Largest key the TPM will seal (TPM2B_SENSITIVE_DATA as KEYEDHASH data).
+    public static let maximumKeySize = 128
+
+    /// Seals `key` under `policy`. `passcode` is required when the policy has
+    /// the passcode branch; it becomes the object's authValue (never sent in
+    /// the clear: the Create goes through a salted, encrypting session).
+    ///
+    /// The object: KEYEDHASH, FIXEDTPM | FIXEDPARENT, no USERWITHAUTH (a
+    /// policy session is always needed), DA protected.
+    public func seal(_ key: SecureBytes, policy: SealPolicy, passcode: PasscodeAuth? = nil) throws -> SealedBlob {
+        guard (1...Self.maximumKeySize).contains(key.count) else {
+            throw TPMError.invalidArgument("a sealed key is 1 to \(Self.maximumKeySize) bytes, not \(key.count)")
+        }
+        if policy.passcode && passcode == nil {
+            throw TPMError.invalidArgument("the passcode branch needs the passcode at seal time")
+        }
+        return try withContext { ctx in
+            let srk = try storageRootKey(ctx)
+            var nvName: [UInt8] = []
+            var pcr7: [UInt8] = []
+            if let bio = policy.biometric {
+                guard bio.domainState.count == Self.enrolmentStateSize else {
+                    throw TPMError.invalidArgument("a domain state is \(Self.enrolmentStateSize) bytes")
+                }
+                nvName = try name(of: nvHandle(bio.nvIndex, ctx), ctx)
+                if bio.bindPCR7 { pcr7 = try readPCR7(ctx) }
+            }
+            let authPolicy = Self.authPolicy(policy, nvName: nvName, pcr7: pcr7)
+
+            var inSensitive = TPM2B_SENSITIVE_CREATE()
+            defer { wipe(&inSensitive) }
+            var data = inSensitive.sensitive.data.buffer
+            inSensitive.sensitive.data.size = try key.withUnsafeBytes { try fillTuple(&data, with: $0, what: "key") }
+            inSensitive.sensitive.data.buffer = data
+            wipe(&data)
+            if policy.passcode, let passcode {
+                inSensitive.sensitive.userAuth = try authValue(passcode)
+            }
+
+            var inPublic = TPM2B_PUBLIC()
+            inPublic.publicArea.type = ts_ALG_KEYEDHASH
+            inPublic.publicArea.nameAlg = ts_ALG_SHA256
+            inPublic.publicArea.objectAttributes = ts_OBJ_FIXEDTPM | ts_OBJ_FIXEDPARENT
+            inPublic.publicArea.authPolicy = try TPM2B_DIGEST(bytes: authPolicy.bytes)
+            inPublic.publicArea.parameters.keyedHashDetail.scheme.scheme = ts_ALG_NULL
+
+            var outsideInfo = TPM2B_DATA()
+            var creationPCR = TPML_PCR_SELECTION()
+            var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+            var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+            var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
+            var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
+            var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
+            // The SRK's (empty) auth through a salted session that encrypts
+            // inSensitive: the key and the authValue cross the bus encrypted.
+            let session = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_DECRYPT, ctx)
+            let rc = Esys_Create(ctx, srk.handle, session, ESYS_TR_NONE, ESYS_TR_NONE, &inSensitive, &inPublic,
+                                 &outsideInfo, &creationPCR, &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
+            defer { Esys_Free(outPrivate); Esys_Free(outPublic); Esys_Free(creationData); Esys_Free(creationHash); Esys_Free(ticket) }
+            if rc != ts_RC_SUCCESS {
+                flush(session, ctx)
+                try check(rc, .generic, ctx)
+            }
+            guard let outPrivate, let outPublic else {
+                throw TPMError.other(code: 0, text: "TPM2_Create returned no object")
+            }
+            return SealedBlob(policy: policy, srkName: srk.name, nvName: nvName, pcr7Value: pcr7,
+                              publicArea: try marshal(outPublic, Tss2_MU_TPM2B_PUBLIC_Marshal),
+                              privateArea: try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal),
+                              check: SealedBlob.checkValue(of: key))
+        }
+    }
+
+    /// The object's authPolicy for `policy`.
+    public static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
+        var branches: [PolicyDigest] = []
+        if let bio = policy.biometric { branches.append(biometricBranch(bio, nvName: nvName, pcr7: pcr7)) }
+        if policy.passcode { branches.append(passcodeBranch()) }
+        switch branches.count {
+        case 0:
+            var d = PolicyDigest()
+            d.policyCommandCode(ts_CC_Unseal)
+            return d
+        case 1: return branches[0]
+        default: return PolicyDigest.or(branches)
+        }
+    }
+
+    static func biometricBranch(_ bio: BiometricCondition, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
+        var d = PolicyDigest()
+        if bio.bindPCR7 { d.policyPCR(pcrs: [7], values: [pcr7]) }
+        d.policyNV(operandB: bio.domainState, nvName: nvName)
+        return d
+    }
+
+    static func passcodeBranch() -> PolicyDigest {
+        var d = PolicyDigest()
+        d.policyAuthValue()
+        return d
+    }
+
+    /// Opens a sealed key through `branch`.
+    ///
+    /// Commands with the SRK and NV handles already known to this instance:
+    /// biometric 7 (+1 with PCR 7): StartAuthSession x2, [PolicyPCR], PolicyNV,
+    /// [PolicyOR], Load, Unseal, FlushContext; passcode 6: StartAuthSession,
+    /// PolicyAuthValue, [PolicyOR], Load, Unseal, FlushContext.
+    public func unseal(_ blob: SealedBlob, via branch: UnsealBranch) throws -> SecureBytes {
+        try withContext { ctx in
+            let srk = try storageRootKey(ctx)
+            guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
+            switch branch {
+            case .biometric:
+                guard blob.policy.biometric != nil else { throw TPMError.branchNotAvailable("it has no biometric branch") }
+            case .passcode:
+                guard blob.policy.passcode else { throw TPMError.branchNotAvailable("it has no passcode branch") }
+            case .device:
+                guard blob.policy.biometric == nil && !blob.policy.passcode else {
+                    throw TPMError.branchNotAvailable("it is not a device-bound key")
+                }
+            }
+
+            var inPublic = TPM2B_PUBLIC()
+            var inPrivate = TPM2B_PRIVATE()
+            do {
+                try unmarshal(blob.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
+                try unmarshal(blob.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
+            } catch {
+                throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
+            }
+            // Refuse a public area whose policy is not the one recorded: the
+            // key could not be opened, and the error would be less clear later.
+            let expected = Self.authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value)
+            guard Array(tupleBytes(inPublic.publicArea.authPolicy.buffer, size: inPublic.publicArea.authPolicy.size)) == expected.bytes else {
+                throw TPMError.corruptedBlob(detail: "its policy is not the one recorded")
+            }
+
+            var item: ESYS_TR = ESYS_TR_NONE
+            try check(Esys_Load(ctx, srk.handle, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &item),
+                      .load, ctx)
+            defer { flush(item, ctx) }
+
+            var sessions: [ESYS_TR] = []
+            do {
+                let out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+                switch branch {
+                case .biometric:
+                    out = try unsealBiometric(blob, item: item, sessions: &sessions, ctx)
+                case .passcode(let passcode):
+                    out = try unsealPasscode(blob, item: item, passcode: passcode, sessions: &sessions, ctx)
+                case .device:
+                    let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+                    sessions.append(session)
+                    try check(Esys_PolicyCommandCode(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CC_Unseal),
+                              .generic, ctx)
+                    out = try runUnseal(item, session, ESYS_TR_NONE, .unsealDevice, ctx)
+                }
+                sessions = []  // closed by the TPM with the successful Unseal
+                return try takeKey(out, blob)
+            } catch {
+                for s in sessions { flush(s, ctx) }
+                throw error
+            }
+        }
+    }
+
+    private func unsealBiometric(_ blob: SealedBlob, item: ESYS_TR, sessions: inout [ESYS_TR],
+                                 _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+        let bio = blob.policy.biometric!
+        let nv: ESYS_TR
+        do { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrolmentIndexMissing { throw TPMError.enrolmentChanged }
+        // The policy session proves the NV condition but does not encrypt:
+        // with a non-empty authValue that is not in this branch's policy,
+        // ESYS and the TPM would disagree on the encryption key and Unseal
+        // would return wrong bytes. A separate salted HMAC session encrypts.
+        let policy = try startSession(ts_SE_POLICY, salted: false, attributes: 0, ctx)
+        sessions.append(policy)
+        if bio.bindPCR7 {
+            var empty = TPM2B_DIGEST()
+            var selection = Self.pcr7Selection()
+            try check(Esys_PolicyPCR(ctx, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &selection), .policyPCR, ctx)
+        }
+        var operand = try TPM2B_DIGEST(bytes: bio.domainState)
+        try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, policy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                &operand, 0, ts_EO_EQ), .policyNV, ctx)
+        do {
+            if blob.policy.passcode {
+                try policyOR(policy, blob, ctx)
+            }
+            let encrypt = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+            sessions.append(encrypt)
+            return try runUnseal(item, policy, encrypt, .unsealBiometric, ctx)
+        } catch let error as TPMError {
+            // PolicyNV held, so the state matches: a mismatch now is the boot
+            // state (PCR 7) or an index replaced since sealing.
+            if case .other = error { throw error }
+            if case .enrolmentChanged = error, bio.bindPCR7, (try? readPCR7(ctx)) != blob.pcr7Value {
+                throw TPMError.bootStateChanged
+            }
+            if case .corruptedBlob = error, bio.bindPCR7, (try? readPCR7(ctx)) != blob.pcr7Value {
+                throw TPMError.bootStateChanged
+            }
+            if case .corruptedBlob = error, (try? name(of: nv, ctx)) != blob.nvName {
+                throw TPMError.enrolmentChanged
+            }
+            throw error
+        }
+    }
+
+    private func unsealPasscode(_ blob: SealedBlob, item: ESYS_TR, passcode: PasscodeAuth, sessions: inout [ESYS_TR],
+                                _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+        // PolicyAuthValue: the TPM checks an HMAC keyed with the authValue;
+        // the passcode itself never crosses the bus. The session is salted,
+        // so the HMAC and the encrypted response reveal nothing to a sniffer.
+        let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+        sessions.append(session)
+        try check(Esys_PolicyAuthValue(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE), .generic, ctx)
+        if blob.policy.biometric != nil {
+            try policyOR(session, blob, ctx)
+        }
+        try setAuth(item, passcode, ctx)
+        defer { clearAuth(item, ctx) }
+        return try runUnseal(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
+    }
+
+    private func policyOR(_ session: ESYS_TR, _ blob: SealedBlob, _ ctx: OpaquePointer) throws {
+        var list = TPML_DIGEST()
+        list.count = 2
+        list.digests.0 = try TPM2B_DIGEST(bytes: Self.biometricBranch(blob.policy.biometric!, nvName: blob.nvName,
+                                                                     pcr7: blob.pcr7Value).bytes)
+        list.digests.1 = try TPM2B_DIGEST(bytes: Self.passcodeBranch().bytes)
+        try check(Esys_PolicyOR(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &list), .policyOR, ctx)
+    }
+
+    private func runUnseal(_ item: ESYS_TR, _ auth: ESYS_TR, _ encrypt: ESYS_TR, _ op: TPMOperation,
+                           _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+        var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+        let rc = ResponseCode(Esys_Unseal(ctx, item, auth, encrypt, ESYS_TR_NONE, &out))
+        if !rc.isSuccess {
+            // A policy that no longer holds fails here for single-branch keys.
+            if op == .unsealBiometric, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
+                throw TPMError.corruptedBlob(detail: "policy check failed")
+            }
+            try check(rc.raw, op, ctx)
+        }
+        return out
+    }
+
+    /// Copies the unsealed bytes into a SecureBytes, wipes ESYS's buffer,
+    /// frees it, and checks the bytes against the blob's check value.
+    private func takeKey(_ out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?, _ blob: SealedBlob) throws -> SecureBytes {
+        guard let out else { throw TPMError.other(code: 0, text: "TPM2_Unseal returned nothing") }
+        defer { wipe(&out.pointee); Esys_Free(out) }
+        let size = min(Int(out.pointee.size), MemoryLayout.size(ofValue: out.pointee.buffer))
+        let key = withUnsafeBytes(of: &out.pointee.buffer) { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.prefix(size))) }
+        guard SealedBlob.checkValue(of: key) == blob.check else {
+            throw TPMError.corruptedBlob(detail: "the TPM returned bytes that do not match the sealed key")
+        }
+        return key
+    }
+
+    /// Re-seals for a new passcode: TPM2_ObjectChangeAuth (authorised with
+    /// the old passcode through a salted HMAC session that also encrypts the
+    /// new authValue). The policy, and so the biometric condition recorded
+    /// at seal time, stays exactly as it was.
+    public func resealForNewPasscode(_ blob: SealedBlob, from old: PasscodeAuth, to new: PasscodeAuth) throws -> SealedBlob {
+        guard blob.policy.passcode else { throw TPMError.branchNotAvailable("it has no passcode branch") }
+        return try withContext { ctx in
+            let srk = try storageRootKey(ctx)
+            guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
+            var inPublic = TPM2B_PUBLIC()
+            var inPrivate = TPM2B_PRIVATE()
+            do {
+                try unmarshal(blob.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
+                try unmarshal(blob.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
+            } catch {
+                throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
+            }
+            var item: ESYS_TR = ESYS_TR_NONE
+            try check(Esys_Load(ctx, srk.handle, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &item),
+                      .load, ctx)
+            defer { flush(item, ctx) }
+            var newAuth = try authValue(new)
+            defer { wipe(&newAuth) }
+            try setAuth(item, old, ctx)
+            defer { clearAuth(item, ctx) }
+            let session = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_DECRYPT, ctx)
+            var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+            let rc = Esys_ObjectChangeAuth(ctx, item, srk.handle, session, ESYS_TR_NONE, ESYS_TR_NONE, &newAuth, &outPrivate)
+            defer { Esys_Free(outPrivate) }
+            if rc != ts_RC_SUCCESS {
+                flush(session, ctx)
+                try check(rc, .objectChangeAuth, ctx)
+            }
+            guard let outPrivate else { throw TPMError.other(code: 0, text: "TPM2_ObjectChangeAuth returned nothing") }
+            var resealed = blob
+            resealed.privateArea = try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal)
+            return resealed
+        }
+    }
+
+    // MARK: - Marshalling
+
+    typealias Marshal<T> = (UnsafePointer<T>?, UnsafeMutablePointer<UInt8>?, Int, UnsafeMutablePointer<Int>?) -> TSS2_RC
+    typealias Unmarshal<T> = (UnsafePointer<UInt8>?, Int, UnsafeMutablePointer<Int>?, UnsafeMutablePointer<T>?) -> TSS2_RC
+
+    func marshal<T>(_ value: UnsafeMutablePointer<T>, _ fn: Marshal<T>) throws -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: MemoryLayout<T>.size + 16)
+        var offset = 0
+        let rc = buffer.withUnsafeMutableBufferPointer { fn(value, $0.baseAddress, $0.count, &offset) }
+        guard rc == ts_RC_SUCCESS else { throw TPMError.other(code: rc, text: ResponseCode(rc).text) }
+        return Array(buffer.prefix(offset))
+    }
+
+    /// Unmarshals exactly `bytes` (trailing bytes are an error).
+    func unmarshal<T>(_ bytes: [UInt8], into value: inout T, _ fn: Unmarshal<T>) throws {
+        var offset = 0
+        let rc = bytes.withUnsafeBufferPointer { fn($0.baseAddress, $0.count, &offset, &value) }
+        guard rc == ts_RC_SUCCESS, offset == bytes.count else {
+            throw TPMError.corruptedBlob(detail: "bad TPM structure")
+        }
+    }
+}
