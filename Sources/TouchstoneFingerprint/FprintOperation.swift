@@ -94,6 +94,16 @@ final class FprintOperation: @unchecked Sendable {
         }
     }
 
+    /// Like `fail(_:)`, but a reader that was unplugged meanwhile reports
+    /// `.disconnected` whatever error its driver produced on the way out.
+    func fail(_ error: GLibError, device: UnsafeMutablePointer<FpDevice>) {
+        if !error.isCancelled && FprintSession.isRemoved(device) {
+            fail(.disconnected)
+        } else {
+            fail(error)
+        }
+    }
+
     /// Ends the operation if it was cancelled before it reached libfprint;
     /// returns whether it did.
     func finishIfCancelled() -> Bool {

@@ -22,7 +22,7 @@ enum FprintRequests {
         let callback = FprintCallback { result in
             var error: UnsafeMutablePointer<GError>?
             guard let print = fp_device_enroll_finish(device, result, &error) else {
-                operation.fail(GLibError.take(&error)!)
+                operation.fail(GLibError.take(&error)!, device: device)
                 return
             }
             defer { g_object_unref(UnsafeMutableRawPointer(print)) }
@@ -73,7 +73,7 @@ enum FprintRequests {
                 return
             }
             g_object_unref(UnsafeMutableRawPointer(print))
-            operation.fail(failure)
+            operation.fail(failure, device: device)
         }
         fp_device_verify(device, print, operation.cancellable, nil, nil, nil,
                          FprintCallback.trampoline, callback.retainedPointer)
@@ -130,7 +130,7 @@ enum FprintRequests {
                 return
             }
             g_ptr_array_unref(gallery)
-            operation.fail(failure)
+            operation.fail(failure, device: device)
         }
         fp_device_identify(device, gallery, operation.cancellable, nil, nil, nil,
                            FprintCallback.trampoline, callback.retainedPointer)
@@ -145,7 +145,7 @@ enum FprintRequests {
         let callback = FprintCallback { result in
             var error: UnsafeMutablePointer<GError>?
             guard let array = fp_device_list_prints_finish(device, result, &error) else {
-                operation.fail(GLibError.take(&error)!)
+                operation.fail(GLibError.take(&error)!, device: device)
                 return
             }
             defer { g_ptr_array_unref(array) }
@@ -186,7 +186,7 @@ enum FprintRequests {
             if fp_device_delete_print_finish(device, result, &error) != 0 {
                 operation.succeed(.done)
             } else {
-                operation.fail(GLibError.take(&error)!)
+                operation.fail(GLibError.take(&error)!, device: device)
             }
         }
         fp_device_delete_print(device, print, operation.cancellable, FprintCallback.trampoline, callback.retainedPointer)

@@ -93,7 +93,7 @@ final class FprintSession: @unchecked Sendable {
             if fp_device_open_finish(device, result, &error) != 0 {
                 if !operation.finishIfCancelled() { next(device) }
             } else {
-                operation.fail(GLibError.take(&error)!)
+                operation.fail(GLibError.take(&error)!, device: device)
             }
         }
         fp_device_open(device, operation.cancellable, FprintCallback.trampoline, callback.retainedPointer)
