@@ -76,7 +76,7 @@ public final class FingerprintEnrollment: Sendable {
             catch { firstFailure = firstFailure ?? error }
         }
         guard let first = prints.first else {
-            throw firstFailure ?? FingerprintError.notEnrolled(.rightIndex)
+            throw firstFailure ?? FingerprintError.nothingEnrolled
         }
         if reader.canIdentify {
             return try await backend.identify(among: prints, on: reader.identity,

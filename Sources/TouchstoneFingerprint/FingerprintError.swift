@@ -43,6 +43,8 @@ public enum FingerprintError: Error, Sendable, Hashable, CustomStringConvertible
     case corruptRecord(finger: Finger, reason: String)
     /// No print is stored for this finger.
     case notEnrolled(Finger)
+    /// No finger at all is enrolled for this user on this reader.
+    case nothingEnrolled
     /// The enrolment store could not be read or written.
     case storage(reason: String)
 
@@ -71,6 +73,7 @@ public enum FingerprintError: Error, Sendable, Hashable, CustomStringConvertible
         case .corruptRecord(let finger, let reason):
             "the enrolment record for \(finger.fprintdName) is corrupt: \(reason)"
         case .notEnrolled(let finger): "\(finger.fprintdName) is not enrolled"
+        case .nothingEnrolled: "no finger is enrolled on this reader"
         case .storage(let reason): "enrolment store error: \(reason)"
         }
     }

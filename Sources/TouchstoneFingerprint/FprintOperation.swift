@@ -40,6 +40,7 @@ final class FprintOperation: @unchecked Sendable {
 
     /// Attaches the waiting task and starts the timeout clock.
     func begin(_ continuation: CheckedContinuation<Outcome, any Error>) {
+        assert(FprintThread.shared.isCurrent, "libfprint operations run on the libfprint thread")
         self.continuation = continuation
         armTimeout()
     }
@@ -113,6 +114,7 @@ final class FprintOperation: @unchecked Sendable {
     }
 
     private func complete(_ result: Result<Outcome, FingerprintError>) {
+        assert(FprintThread.shared.isCurrent, "libfprint operations end on the libfprint thread")
         guard !finished else { return }
         finished = true
         disarmTimeout()

@@ -73,6 +73,10 @@ enum FprintRequests {
                 return
             }
             g_object_unref(UnsafeMutableRawPointer(print))
+            if failure.isNotFound {
+                operation.succeed(.match(false))
+                return
+            }
             operation.fail(failure, device: device)
         }
         fp_device_verify(device, print, operation.cancellable, nil, nil, nil,
@@ -130,6 +134,10 @@ enum FprintRequests {
                 return
             }
             g_ptr_array_unref(gallery)
+            if failure.isNotFound {
+                operation.succeed(.identified(nil))
+                return
+            }
             operation.fail(failure, device: device)
         }
         fp_device_identify(device, gallery, operation.cancellable, nil, nil, nil,

@@ -93,7 +93,12 @@ final class FprintSession: @unchecked Sendable {
             if fp_device_open_finish(device, result, &error) != 0 {
                 if !operation.finishIfCancelled() { next(device) }
             } else {
-                operation.fail(GLibError.take(&error)!, device: device)
+                let failure = GLibError.take(&error)!
+                if failure.meansReaderHeld {
+                    operation.fail(.busy)
+                } else {
+                    operation.fail(failure, device: device)
+                }
             }
         }
         fp_device_open(device, operation.cancellable, FprintCallback.trampoline, callback.retainedPointer)

@@ -45,6 +45,21 @@ struct GLibError: Error, Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// FP_DEVICE_ERROR_DATA_NOT_FOUND: during verify or identify a
+    /// match-on-chip reader says so when the touched finger is none it
+    /// holds, which is a "no match", as fprintd treats it.
+    var isNotFound: Bool {
+        isDeviceError && UInt32(bitPattern: code) == FP_DEVICE_ERROR_DATA_NOT_FOUND.rawValue
+    }
+
+    /// Whether a failure to open a reader means another program holds it:
+    /// libfprint's BUSY code, or the USB layer's "Resource busy" (GUsb's
+    /// error domain is not exported to us, so its message is checked).
+    var meansReaderHeld: Bool {
+        if isDeviceError { return UInt32(bitPattern: code) == FP_DEVICE_ERROR_BUSY.rawValue }
+        return !isCancelled && message.lowercased().contains("busy")
+    }
+
     /// The typed error for a failure. Cancellation is decided by the caller
     /// (user cancel or timeout); here it maps to `.cancelled`.
     var fingerprintError: FingerprintError {

@@ -1,3 +1,4 @@
+import CFPrint
 import Foundation
 import Testing
 @testable import TouchstoneFingerprint
@@ -47,7 +48,7 @@ extension VirtualReaderTests {
 
         /// FpDeviceError code -> the error callers see.
         static let errors: [(code: Int, error: FingerprintError)] = [
-            (4, .busy), (5, .protocolError), (6, .dataInvalid), (7, .dataNotFound),
+            (4, .busy), (5, .protocolError), (6, .dataInvalid),
             (8, .dataFull), (9, .dataDuplicate), (256, .disconnected), (257, .tooHot),
         ]
 
@@ -61,6 +62,59 @@ extension VirtualReaderTests {
                 }
                 #expect(error == expected)
             }
+        }
+
+        /// During enrolment every specific code, DATA_NOT_FOUND included,
+        /// is an error, and nothing is stored.
+        @Test(arguments: errors + [(7, .dataNotFound)])
+        func deviceErrorDuringEnrolmentIsMapped(code: Int, expected: FingerprintError) async throws {
+            try await withRig(.device) { rig in
+                let enrollment = try rig.enrollment()
+                try await rig.send("SCAN q")
+                try await rig.send("ERROR \(code)")
+                let error = await fingerprintError {
+                    _ = try await enrollment.enroll(.leftLittle, timeout: .seconds(10))
+                }
+                #expect(error == expected)
+                #expect(try enrollment.enrolledFingers() == [])
+            }
+        }
+
+        /// DATA_NOT_FOUND during a match means the touched finger is not
+        /// one the reader holds: no match, as fprintd treats it. (As an
+        /// error it surfaces from delete; see the storage reader tests.)
+        @Test func dataNotFoundDuringVerifyIsNoMatch() async throws {
+            try await withRig(.device) { rig in
+                let print = try await rig.enrol(.rightIndex, as: "nf")
+                try await rig.send("ERROR 7")
+                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == false)
+            }
+        }
+
+        @Test func dataNotFoundDuringIdentifyIsNoMatch() async throws {
+            try await withRig(.storage) { rig in
+                let print = try await rig.enrol(.rightIndex, as: "held")
+                try await rig.send("SCAN never-enrolled")
+                let found = try await rig.backend.identify(among: [print], on: rig.reader.identity,
+                                                           timeout: .seconds(10), events: { _ in })
+                #expect(found == nil)
+            }
+        }
+
+        @Test func errorsAreMappedFromTheirDomainAndCode() {
+            let device = fp_device_error_quark()
+            let retry = fp_device_retry_quark()
+            #expect(GLibError(domain: device, code: 7, message: "").fingerprintError == .dataNotFound)
+            #expect(GLibError(domain: device, code: 8, message: "").fingerprintError == .dataFull)
+            #expect(GLibError(domain: retry, code: 1, message: "").retryHint == .swipeTooShort)
+            #expect(GLibError(domain: retry, code: 99, message: "").retryHint == .tryAgain)
+            // Same code in another domain is not a device error.
+            #expect(GLibError(domain: g_quark_from_string("some-other-domain"), code: 4, message: "x")
+                        .fingerprintError == .notAvailable(reason: "x"))
+            #expect(GLibError(domain: retry, code: 0, message: "").fingerprintError != .busy)
+            #expect(GLibError(domain: device, code: 4, message: "").meansReaderHeld)
+            #expect(GLibError(domain: g_quark_from_string("g-usb-device-error-quark"), code: 0,
+                              message: "Resource busy").meansReaderHeld)
         }
 
         /// GENERAL, NOT_SUPPORTED, NOT_OPEN and ALREADY_OPEN all mean the
