@@ -75,6 +75,38 @@ extension VirtualReaderTests {
             }
         }
 
+        @Test func scanTypeFollowsTheReader() async throws {
+            try await withRig(.device) { rig in
+                try await rig.send("SET_SCAN_TYPE press")
+                let pressed = try await rig.backend.readers().first { $0.identity == rig.reader.identity }
+                #expect(pressed?.scanType == .press)
+                try await rig.send("SET_SCAN_TYPE swipe")
+                let swiped = try await rig.backend.readers().first { $0.identity == rig.reader.identity }
+                #expect(swiped?.scanType == .swipe)
+            }
+        }
+
+        @Test func cancellingAnEnrolmentStoresNothingAndTheReaderStaysUsable() async throws {
+            try await withRig(.device) { rig in
+                let enrollment = try rig.enrollment()
+                let log = EventLog()
+                let enrolling = Task {
+                    try await enrollment.enroll(.rightRing, timeout: .seconds(60), events: log.handler)
+                }
+                try await rig.send("SCAN k")
+                try await waitUntil("the first enrolment stage") { log.events.count == 1 }
+                enrolling.cancel()
+                let error = await fingerprintError { _ = try await enrolling.value }
+                #expect(error == .cancelled)
+                #expect(try enrollment.enrolledFingers() == [])
+                #expect(try enrollment.domainState() == nil)
+
+                try await rig.queueEnrolment(of: "k")
+                try await enrollment.enroll(.rightRing, timeout: .seconds(10))
+                #expect(try enrollment.enrolledFingers() == [.rightRing])
+            }
+        }
+
         @Test func unknownReaderIsReported() async throws {
             try await withRig(.device) { rig in
                 let missing = ReaderIdentity(driver: "no_such_driver", deviceID: "7")
