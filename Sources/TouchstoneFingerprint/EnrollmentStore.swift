@@ -1,0 +1,28 @@
+import TouchstoneSecure
+
+/// Where enrolled prints and the enrolment epoch are kept, per user and per
+/// reader. `FileEnrollmentStore` keeps them in files; the SQLite vault can
+/// take over by conforming to this protocol.
+///
+/// Errors thrown are `FingerprintError`: `.notEnrolled`, `.corruptRecord`
+/// (naming the finger) or `.storage`.
+public protocol EnrollmentStore: Sendable {
+    /// Fingers with a record for `user` on `reader`, sorted, readable or
+    /// not (a corrupt record still occupies its finger).
+    func fingers(user: String, reader: ReaderIdentity) throws -> [Finger]
+
+    /// The print stored for `finger`.
+    func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws -> EnrolledPrint
+
+    /// Stores `print` (replacing any print for the same finger).
+    func save(_ print: EnrolledPrint, user: String) throws
+
+    /// Removes the print for `finger`; `.notEnrolled` when there is none.
+    func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws
+
+    /// The epoch drawn at the last enrolment change, `nil` if there was none.
+    func epoch(user: String, reader: ReaderIdentity) throws -> SecureBytes?
+
+    /// Replaces the epoch.
+    func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws
+}

@@ -1,0 +1,223 @@
+import CSodium
+import Foundation
+import Glibc
+import TouchstoneSecure
+
+/// An `EnrollmentStore` in plain files:
+/// `<root>/<user>/<driver>/<device id>/<finger name>.print` and `epoch`.
+///
+/// Directories are 0700 and files 0600; every write goes to a temporary
+/// file that is fsynced and renamed over the old one, so a record is either
+/// the old or the new one, never half of each. Each print record carries a
+/// BLAKE2b-256 checksum of its data, so damage is reported as a corrupt
+/// record for that finger instead of reaching libfprint.
+///
+/// Path components are escaped (anything outside `[A-Za-z0-9_-]` becomes
+/// `%XX`), so user names and device ids cannot leave the root.
+public final class FileEnrollmentStore: EnrollmentStore {
+    /// The state directory given by the caller.
+    public let root: URL
+    private let lock = NSLock()
+
+    /// Record layout: magic, 32-byte checksum, print data.
+    static let magic: [UInt8] = Array("TSP1".utf8)
+    static let checksumLength = 32
+    static let epochLength = 32
+
+    /// A store rooted at `root` (created 0700 if missing).
+    public init(root: URL) throws {
+        self.root = root
+        try Self.makeDirectory(root.path)
+    }
+
+    public func fingers(user: String, reader: ReaderIdentity) throws -> [Finger] {
+        let dir = directory(user: user, reader: reader)
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        return names.compactMap { name -> Finger? in
+            guard name.hasSuffix(".print") else { return nil }
+            return Finger(fprintdName: String(name.dropLast(".print".count)))
+        }.sorted()
+    }
+
+    public func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws -> EnrolledPrint {
+        let path = recordPath(finger, user: user, reader: reader)
+        let bytes: [UInt8]
+        do {
+            bytes = try lock.withLock { try Self.readFile(path) }
+        } catch let error as POSIXError where error.code == .ENOENT {
+            throw FingerprintError.notEnrolled(finger)
+        } catch {
+            throw FingerprintError.corruptRecord(finger: finger, reason: "cannot read \(path): \(error)")
+        }
+        let header = Self.magic.count + Self.checksumLength
+        guard bytes.count >= header, Array(bytes[0..<Self.magic.count]) == Self.magic else {
+            throw FingerprintError.corruptRecord(finger: finger, reason: "not a Touchstone print record")
+        }
+        let data = Array(bytes[header...])
+        guard Array(bytes[Self.magic.count..<header]) == Self.checksum(data) else {
+            throw FingerprintError.corruptRecord(finger: finger, reason: "checksum mismatch")
+        }
+        guard !data.isEmpty else {
+            throw FingerprintError.corruptRecord(finger: finger, reason: "the record holds no print")
+        }
+        return EnrolledPrint(finger: finger, reader: reader, data: data)
+    }
+
+    public func save(_ print: EnrolledPrint, user: String) throws {
+        guard !print.data.isEmpty else {
+            throw FingerprintError.invalidPrint(finger: print.finger, reason: "the print data is empty")
+        }
+        let dir = directory(user: user, reader: print.reader)
+        let record = Self.magic + Self.checksum(print.data) + print.data
+        try lock.withLock {
+            try makeDirectories(down: dir)
+            try Self.writeAtomically(record, to: recordPath(print.finger, user: user, reader: print.reader))
+        }
+    }
+
+    public func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws {
+        let path = recordPath(finger, user: user, reader: reader)
+        try lock.withLock {
+            guard unlink(path) == 0 else {
+                if errno == ENOENT { throw FingerprintError.notEnrolled(finger) }
+                throw FingerprintError.storage(reason: "cannot remove \(path): \(String(cString: strerror(errno)))")
+            }
+            Self.syncDirectory(directory(user: user, reader: reader).path)
+        }
+    }
+
+    public func epoch(user: String, reader: ReaderIdentity) throws -> SecureBytes? {
+        let path = directory(user: user, reader: reader).appendingPathComponent("epoch").path
+        var bytes: [UInt8]
+        do {
+            bytes = try lock.withLock { try Self.readFile(path) }
+        } catch let error as POSIXError where error.code == .ENOENT {
+            return nil
+        } catch {
+            throw FingerprintError.storage(reason: "cannot read \(path): \(error)")
+        }
+        guard bytes.count == Self.epochLength else {
+            secureWipe(&bytes)
+            throw FingerprintError.storage(reason: "the enrolment epoch in \(path) is damaged")
+        }
+        return SecureBytes(consuming: &bytes)
+    }
+
+    public func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws {
+        precondition(epoch.count == Self.epochLength, "an epoch is \(Self.epochLength) bytes")
+        let dir = directory(user: user, reader: reader)
+        var bytes = epoch.withUnsafeBytes { Array($0) }
+        defer { secureWipe(&bytes) }
+        try lock.withLock {
+            try makeDirectories(down: dir)
+            try Self.writeAtomically(bytes, to: dir.appendingPathComponent("epoch").path)
+        }
+    }
+
+    // MARK: Paths
+
+    func directory(user: String, reader: ReaderIdentity) -> URL {
+        root.appendingPathComponent(Self.escape(user))
+            .appendingPathComponent(Self.escape(reader.driver))
+            .appendingPathComponent(Self.escape(reader.deviceID))
+    }
+
+    func recordPath(_ finger: Finger, user: String, reader: ReaderIdentity) -> String {
+        directory(user: user, reader: reader).appendingPathComponent(finger.fprintdName + ".print").path
+    }
+
+    /// Escapes a path component: safe characters stay, everything else
+    /// (including `/` and a leading `.`) becomes `%XX`; empty becomes `%`.
+    static func escape(_ component: String) -> String {
+        guard !component.isEmpty else { return "%" }
+        var out = ""
+        for byte in component.utf8 {
+            let c = Character(Unicode.Scalar(byte))
+            if (c.isASCII && (c.isLetter || c.isNumber)) || c == "_" || c == "-" {
+                out.append(c)
+            } else {
+                out += String(format: "%%%02X", byte)
+            }
+        }
+        return out
+    }
+
+    // MARK: Files
+
+    private func makeDirectories(down dir: URL) throws {
+        // root / user / driver / device id, each 0700.
+        var chain: [URL] = []
+        var current = dir
+        while current.path != root.path, current.path.count > root.path.count {
+            chain.append(current)
+            current = current.deletingLastPathComponent()
+        }
+        for url in chain.reversed() { try Self.makeDirectory(url.path) }
+    }
+
+    private static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o700) != 0 {
+            guard errno == EEXIST else {
+                throw FingerprintError.storage(reason: "cannot create \(path): \(String(cString: strerror(errno)))")
+            }
+            return
+        }
+        chmod(path, 0o700)  // whatever the umask
+    }
+
+    private static func readFile(_ path: String) throws -> [UInt8] {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n == 0 { break }
+            if n < 0 {
+                if errno == EINTR { continue }
+                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            }
+            out.append(contentsOf: buffer[0..<n])
+        }
+        return out
+    }
+
+    /// temp file (0600) + write + fsync + rename + fsync of the directory.
+    private static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+        let dir = (path as NSString).deletingLastPathComponent
+        let temp = dir + "/.tmp-" + UUID().uuidString
+        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw FingerprintError.storage(reason: "cannot create \(temp): \(String(cString: strerror(errno)))")
+        }
+        var ok = true
+        var written = 0
+        while ok && written < bytes.count {
+            let n = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            if n > 0 { written += n } else if n < 0 && errno == EINTR { continue } else { ok = false }
+        }
+        let code = errno
+        if ok && fsync(fd) != 0 { ok = false }
+        close(fd)
+        guard ok, rename(temp, path) == 0 else {
+            unlink(temp)
+            throw FingerprintError.storage(reason: "cannot write \(path): \(String(cString: strerror(code)))")
+        }
+        syncDirectory(dir)
+    }
+
+    private static func syncDirectory(_ path: String) {
+        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if fd >= 0 { fsync(fd); close(fd) }
+    }
+
+    static func checksum(_ data: [UInt8]) -> [UInt8] {
+        ensureSodium()
+        var out = [UInt8](repeating: 0, count: checksumLength)
+        data.withUnsafeBufferPointer { input in
+            _ = crypto_generichash(&out, checksumLength, input.baseAddress, UInt64(input.count), nil, 0)
+        }
+        return out
+    }
+}

@@ -1,0 +1,109 @@
+import TouchstoneSecure
+
+/// One user's fingers on one reader: enrolment, removal and matching through
+/// a `FingerprintReader`, with the prints kept in an `EnrollmentStore`, and
+/// the domain state that changes with the enrolled set.
+///
+/// Checking the passcode before an enrolment change is the caller's job
+/// (biometry requires a passcode, as on iOS).
+public final class FingerprintEnrollment: Sendable {
+    public let backend: any FingerprintReader
+    public let store: any EnrollmentStore
+    public let user: String
+    public let reader: ReaderInfo
+
+    public init(backend: any FingerprintReader, store: any EnrollmentStore, user: String, reader: ReaderInfo) {
+        self.backend = backend
+        self.store = store
+        self.user = user
+        self.reader = reader
+    }
+
+    /// The enrolled fingers, sorted by fprintd name.
+    public func enrolledFingers() throws -> [Finger] {
+        try store.fingers(user: user, reader: reader.identity)
+    }
+
+    /// Enrols `finger` and stores its print. A failed or cancelled
+    /// enrolment stores nothing and leaves the domain state as it was.
+    /// Enrolling a finger that is already enrolled replaces it; on a
+    /// match-on-chip reader the old print is removed first (the reader would
+    /// refuse the same finger as a duplicate), so a failure then leaves the
+    /// finger not enrolled.
+    @discardableResult
+    public func enroll(_ finger: Finger, timeout: Duration = FingerprintTimeout.enrollTouch,
+                       events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint {
+        if reader.storesPrintsOnDevice, try enrolledFingers().contains(finger) {
+            try await remove(finger)
+        }
+        let print = try await backend.enroll(finger, username: user, on: reader.identity,
+                                             timeout: timeout, events: events)
+        // New epoch first: a crash between the two writes can only change
+        // the domain state once more, never leave an old value standing.
+        try newEpoch()
+        try store.save(print, user: user)
+        return print
+    }
+
+    /// Removes `finger` (from the reader too, on match-on-chip readers).
+    public func remove(_ finger: Finger) async throws {
+        guard try enrolledFingers().contains(finger) else { throw FingerprintError.notEnrolled(finger) }
+        if reader.storesPrintsOnDevice, let print = try? store.load(finger, user: user, reader: reader.identity) {
+            try await deleteFromDevice(print)
+        }
+        try newEpoch()
+        try store.remove(finger, user: user, reader: reader.identity)
+    }
+
+    /// Waits for a touch of `finger`: `true` on a match. A corrupt record
+    /// throws `corruptRecord` naming the finger.
+    public func verify(_ finger: Finger, timeout: Duration = FingerprintTimeout.touch,
+                       events: @escaping ScanEventHandler = { _ in }) async throws -> Bool {
+        let print = try store.load(finger, user: user, reader: reader.identity)
+        return try await backend.verify(print, timeout: timeout, events: events)
+    }
+
+    /// Waits for a touch of any enrolled finger and returns which one matched,
+    /// or `nil`. Readers that identify check all fingers at once; others
+    /// check the first readable finger, as fprintd does. Unreadable records
+    /// are skipped while at least one finger is readable.
+    public func verifyAny(timeout: Duration = FingerprintTimeout.touch,
+                          events: @escaping ScanEventHandler = { _ in }) async throws -> Finger? {
+        var prints: [EnrolledPrint] = []
+        var firstFailure: (any Error)?
+        for finger in try enrolledFingers() {
+            do { prints.append(try store.load(finger, user: user, reader: reader.identity)) }
+            catch { firstFailure = firstFailure ?? error }
+        }
+        guard let first = prints.first else {
+            throw firstFailure ?? FingerprintError.nothingEnrolled
+        }
+        if reader.canIdentify {
+            return try await backend.identify(among: prints, on: reader.identity,
+                                              timeout: timeout, events: events)?.finger
+        }
+        return try await backend.verify(first, timeout: timeout, events: events) ? first.finger : nil
+    }
+
+    /// The current domain state, or `nil` if the enrolled set never changed.
+    /// Reading never changes it. A corrupt record makes it unavailable
+    /// (throws `corruptRecord`): better no value than one for a set that
+    /// cannot be checked.
+    public func domainState() throws -> SecureBytes? {
+        guard let epoch = try store.epoch(user: user, reader: reader.identity) else { return nil }
+        let prints = try enrolledFingers().map { try store.load($0, user: user, reader: reader.identity) }
+        return DomainState.compute(reader: reader.identity, prints: prints, epoch: epoch)
+    }
+
+    private func newEpoch() throws {
+        try store.setEpoch(.random(count: 32), user: user, reader: reader.identity)
+    }
+
+    private func deleteFromDevice(_ print: EnrolledPrint) async throws {
+        do {
+            try await backend.deleteDevicePrint(DevicePrint(print, username: user))
+        } catch FingerprintError.dataNotFound {
+            // Already gone from the reader: nothing to undo.
+        }
+    }
+}

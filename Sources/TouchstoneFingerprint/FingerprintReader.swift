@@ -1,0 +1,80 @@
+/// The fingerprint seam: what Touchstone needs from a fingerprint backend.
+///
+/// No C type crosses it. The libfprint implementation is `LibfprintReader`;
+/// tests of higher layers can supply their own.
+///
+/// Every operation that waits for a finger takes a `timeout`: the longest
+/// wait for the next usable touch (each accepted or rejected touch restarts
+/// it). Cancelling the calling task cancels the operation on the reader;
+/// it then throws `FingerprintError.cancelled` and the reader stays usable.
+/// Retry prompts arrive as `ScanEvent.retry` through `events` while the
+/// operation goes on. All errors thrown are `FingerprintError`.
+public protocol FingerprintReader: Sendable {
+    /// The readers present now.
+    func readers() async throws -> [ReaderInfo]
+
+    /// Enrols `finger` on `reader`, reporting each stage and retry through
+    /// `events`; returns the new print (already kept on the reader itself for
+    /// match-on-chip readers).
+    func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
+                timeout: Duration, events: @escaping ScanEventHandler) async throws -> EnrolledPrint
+
+    /// Waits for a touch and checks it against `print`: `true` on a match,
+    /// `false` on a different finger.
+    func verify(_ print: EnrolledPrint, timeout: Duration,
+                events: @escaping ScanEventHandler) async throws -> Bool
+
+    /// Waits for a touch and finds it among `prints` (all from `reader`):
+    /// the matching print, or `nil` when none matches. Needs a reader that
+    /// can identify (`ReaderInfo.canIdentify`).
+    func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity, timeout: Duration,
+                  events: @escaping ScanEventHandler) async throws -> EnrolledPrint?
+
+    /// The prints kept on a match-on-chip reader.
+    func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws -> [DevicePrint]
+
+    /// Deletes a print from a match-on-chip reader's storage; throws
+    /// `FingerprintError.dataNotFound` when it is not there.
+    func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws
+}
+
+/// Default timeouts.
+public enum FingerprintTimeout {
+    /// How long to wait for a touch during verify or identify.
+    public static let touch: Duration = .seconds(30)
+    /// How long to wait for each touch during enrolment.
+    public static let enrollTouch: Duration = .seconds(60)
+    /// How long a storage command (list, delete) may take.
+    public static let storage: Duration = .seconds(10)
+}
+
+extension FingerprintReader {
+    /// `enroll` with the default per-touch timeout and no event handler.
+    public func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
+                       events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint {
+        try await enroll(finger, username: username, on: reader,
+                         timeout: FingerprintTimeout.enrollTouch, events: events)
+    }
+
+    /// `verify` with the default timeout.
+    public func verify(_ print: EnrolledPrint,
+                       events: @escaping ScanEventHandler = { _ in }) async throws -> Bool {
+        try await verify(print, timeout: FingerprintTimeout.touch, events: events)
+    }
+
+    /// `identify` with the default timeout.
+    public func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity,
+                         events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint? {
+        try await identify(among: prints, on: reader, timeout: FingerprintTimeout.touch, events: events)
+    }
+
+    /// `devicePrints` with the default timeout.
+    public func devicePrints(on reader: ReaderIdentity) async throws -> [DevicePrint] {
+        try await devicePrints(on: reader, timeout: FingerprintTimeout.storage)
+    }
+
+    /// `deleteDevicePrint` with the default timeout.
+    public func deleteDevicePrint(_ print: DevicePrint) async throws {
+        try await deleteDevicePrint(print, timeout: FingerprintTimeout.storage)
+    }
+}

@@ -1,0 +1,145 @@
+import CFPrint
+
+/// The `FingerprintReader` over libfprint: real USB/SPI readers and, when
+/// configured, libfprint's virtual readers.
+///
+/// All libfprint work runs on `FprintThread` (one thread per process); this
+/// type only packages requests for it and waits. Each instance has its own
+/// libfprint context, created and enumerated on first use. Readers are opened
+/// on first use and stay open (claimed) until `close()` or until the instance
+/// is released, so fprintd cannot use them meanwhile.
+public final class LibfprintReader: FingerprintReader {
+    /// Which of libfprint's virtual readers to create, with the socket each
+    /// one listens on while it is open (libfprint's own test protocol).
+    public struct VirtualReaders: Sendable, Hashable {
+        /// `virtual_device`: host-side matching, verify only
+        /// (FP_VIRTUAL_DEVICE).
+        public var device: String?
+        /// `virtual_device_storage`: match-on-chip style with identify, list
+        /// and delete (FP_VIRTUAL_DEVICE_STORAGE).
+        public var storage: String?
+
+        public init(device: String? = nil, storage: String? = nil) {
+            self.device = device
+            self.storage = storage
+        }
+
+        var environment: [String: String] {
+            var env: [String: String] = [:]
+            if let device { env["FP_VIRTUAL_DEVICE"] = device }
+            if let storage { env["FP_VIRTUAL_DEVICE_STORAGE"] = storage }
+            return env
+        }
+    }
+
+    private let session: FprintSession
+    private let thread = FprintThread.shared
+
+    /// A backend for the readers attached to this machine, plus the virtual
+    /// readers in `virtualReaders`, if any.
+    public init(virtualReaders: VirtualReaders = VirtualReaders()) {
+        session = FprintSession(environment: virtualReaders.environment)
+    }
+
+    deinit {
+        let session = session
+        thread.submit { session.tearDown() }
+    }
+
+    /// Releases every reader this instance opened (fprintd can then use
+    /// them). Later calls open them again.
+    public func close() async {
+        let session = session
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            thread.submit { session.closeAll { continuation.resume() } }
+        }
+    }
+
+    /// Opens (claims) `reader` now instead of at its first operation, so a
+    /// busy reader is reported early; virtual readers start listening on
+    /// their socket when opened.
+    public func open(_ reader: ReaderIdentity, timeout: Duration = FingerprintTimeout.storage) async throws {
+        _ = try await run(on: reader, timeout: timeout, events: { _ in }) { operation, _ in
+            operation.succeed(.done)
+        }
+    }
+
+    public func readers() async throws -> [ReaderInfo] {
+        let session = session
+        return await withCheckedContinuation { continuation in
+            thread.submit { continuation.resume(returning: session.devices().map(FprintSession.info(of:))) }
+        }
+    }
+
+    public func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
+                       timeout: Duration, events: @escaping ScanEventHandler) async throws -> EnrolledPrint {
+        let outcome = try await run(on: reader, timeout: timeout, events: events) { operation, device in
+            FprintRequests.enroll(finger, username: username, on: device, operation: operation)
+        }
+        guard case .enrolled(let print) = outcome else { preconditionFailure("enroll produced \(outcome)") }
+        return print
+    }
+
+    public func verify(_ print: EnrolledPrint, timeout: Duration,
+                       events: @escaping ScanEventHandler) async throws -> Bool {
+        let outcome = try await run(on: print.reader, timeout: timeout, events: events) { operation, device in
+            FprintRequests.verify(print, on: device, operation: operation)
+        }
+        guard case .match(let matched) = outcome else { preconditionFailure("verify produced \(outcome)") }
+        return matched
+    }
+
+    public func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity, timeout: Duration,
+                         events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
+        if let stranger = prints.first(where: { $0.reader != reader }) {
+            throw FingerprintError.wrongReader(expected: reader, actual: stranger.reader)
+        }
+        let outcome = try await run(on: reader, timeout: timeout, events: events) { operation, device in
+            FprintRequests.identify(prints, on: device, operation: operation)
+        }
+        guard case .identified(let index) = outcome else { preconditionFailure("identify produced \(outcome)") }
+        return index.map { prints[$0] }
+    }
+
+    public func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws -> [DevicePrint] {
+        let outcome = try await run(on: reader, timeout: timeout, events: { _ in }) { operation, device in
+            FprintRequests.list(on: device, operation: operation)
+        }
+        guard case .listed(let prints) = outcome else { preconditionFailure("list produced \(outcome)") }
+        return prints
+    }
+
+    public func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws {
+        _ = try await run(on: print.reader, timeout: timeout, events: { _ in }) { operation, device in
+            FprintRequests.delete(print, on: device, operation: operation)
+        }
+    }
+
+    /// Runs one operation on the libfprint thread: finds and opens the
+    /// device, then hands it to `start`, which must end `operation`. Task
+    /// cancellation cancels the operation's GCancellable (on that thread).
+    private func run(on reader: ReaderIdentity, timeout: Duration, events: @escaping ScanEventHandler,
+                     start: @escaping @Sendable (FprintOperation, UnsafeMutablePointer<FpDevice>) -> Void)
+        async throws -> FprintOperation.Outcome
+    {
+        let operation = FprintOperation(timeout: timeout, events: events)
+        let session = session
+        let thread = thread
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                thread.submit {
+                    operation.begin(continuation)
+                    if operation.finishIfCancelled() { return }
+                    do throws(FingerprintError) {
+                        let device = try session.device(for: reader)
+                        session.open(device, for: operation) { device in start(operation, device) }
+                    } catch {
+                        operation.fail(error)
+                    }
+                }
+            }
+        } onCancel: {
+            thread.submit { operation.cancelFromTask() }
+        }
+    }
+}

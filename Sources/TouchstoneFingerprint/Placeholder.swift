@@ -1,1 +1,0 @@
-// The TouchstoneFingerprint module: filled in by its issue.

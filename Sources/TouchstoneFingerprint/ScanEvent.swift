@@ -1,0 +1,11 @@
+/// Something that happened during an operation, reported as it happens.
+public enum ScanEvent: Sendable, Hashable {
+    /// An enrolment touch was accepted: `completed` of `total` done.
+    case stage(completed: Int, total: Int)
+    /// A touch was rejected; the operation goes on.
+    case retry(RetryHint)
+}
+
+/// Receives `ScanEvent`s. Called on libfprint's thread: keep it short and
+/// hop elsewhere for real work.
+public typealias ScanEventHandler = @Sendable (ScanEvent) -> Void
