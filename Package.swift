@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
 
         // MARK: Tests (one test bundle; one folder per module under test)
-        .testTarget(name: "TPMTests", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "CTSS2"]),
+        .testTarget(name: "TPMTests", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
     ],
     swiftLanguageModes: [.v6]

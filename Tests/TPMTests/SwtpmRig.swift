@@ -46,3 +46,38 @@ func randomState() -> [UInt8] {
 
 let rightPasscode = PasscodeAuth(passcodeString: "correct horse battery staple")
 let wrongPasscode = PasscodeAuth(passcodeString: "Tr0ub4dor&3")
+
+/// A TPM with an enrolment index holding a fresh state: the usual start.
+struct Enrolled {
+    let index: UInt32
+    var state: [UInt8]
+
+    init(_ tpm: TPM, state: [UInt8] = randomState()) throws {
+        index = try tpm.freeEnrolmentIndex()
+        self.state = state
+        try tpm.defineEnrolmentIndex(index, passcode: rightPasscode, initialState: state)
+    }
+
+    var condition: BiometricCondition { BiometricCondition(nvIndex: index, domainState: state) }
+}
+
+/// Runs a tpm2-tools command against `rig`'s swtpm; returns its exit status
+/// and output. A missing tool fails the test.
+@discardableResult
+func tpm2Tool(_ rig: SwtpmRig, _ tool: String, _ args: [String], in directory: String) throws -> (Int32, String) {
+    let path = try #require(Swtpm.which(tool), "\(tool) is missing: apt-get install tpm2-tools")
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = args
+    process.currentDirectoryURL = URL(fileURLWithPath: directory)
+    var env = ProcessInfo.processInfo.environment
+    env["TPM2TOOLS_TCTI"] = rig.swtpm.tcti
+    process.environment = env
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+}
