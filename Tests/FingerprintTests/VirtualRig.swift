@@ -71,3 +71,9 @@ final class EventLog: Sendable {
 
     var events: [ScanEvent] { lock.withLock { storage } }
 }
+
+/// A failure of the test rig itself (not of the code under test).
+struct RigError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,16 +1,19 @@
 import Foundation
 import Glibc
 
-/// The control socket of one libfprint virtual reader. libfprint is the
+/// The control socket of one libfprint virtual reader (virtual_device or
+/// virtual_device_storage): how tests and the simulator "touch" it. libfprint is the
 /// server and listens only while the reader is open; it takes one command
 /// per connection, without a newline, and closes the connection when done.
-struct VirtualReaderSocket: Sendable {
-    let path: String
+public struct VirtualReaderSocket: Sendable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
 
     /// Sends `command` once the socket accepts connections (waiting up to
     /// `wait`), then reads the reply to EOF and returns it.
     @discardableResult
-    func send(_ command: String, wait: Duration = .seconds(10)) async throws -> String {
+    public func send(_ command: String, wait: Duration = .seconds(10)) async throws -> String {
         let deadline = ContinuousClock.now + wait
         while true {
             if let fd = try connectOnce() {
@@ -18,7 +21,7 @@ struct VirtualReaderSocket: Sendable {
                 return try exchange(fd, command)
             }
             guard ContinuousClock.now < deadline else {
-                throw RigError("virtual reader socket \(path) did not accept within \(wait)")
+                throw VirtualReaderSocketError("virtual reader socket \(path) did not accept within \(wait)")
             }
             try await Task.sleep(for: .milliseconds(10))
         }
@@ -27,13 +30,13 @@ struct VirtualReaderSocket: Sendable {
     /// One connection attempt: the descriptor, or nil when nobody listens yet.
     private func connectOnce() throws -> Int32? {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw RigError("socket(): errno \(errno)") }
+        guard fd >= 0 else { throw VirtualReaderSocketError("socket(): errno \(errno)") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
         guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
             close(fd)
-            throw RigError("socket path too long: \(path)")
+            throw VirtualReaderSocketError("socket path too long: \(path)")
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
@@ -47,7 +50,7 @@ struct VirtualReaderSocket: Sendable {
         let code = errno
         close(fd)
         if code == ENOENT || code == ECONNREFUSED { return nil }
-        throw RigError("connect(\(path)): errno \(code)")
+        throw VirtualReaderSocketError("connect(\(path)): errno \(code)")
     }
 
     /// Writes the command, half-closes, reads to EOF (5 s receive timeout).
@@ -58,7 +61,7 @@ struct VirtualReaderSocket: Sendable {
         var sent = 0
         while sent < bytes.count {
             let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw RigError("write to \(path): errno \(errno)") }
+            guard n > 0 else { throw VirtualReaderSocketError("write to \(path): errno \(errno)") }
             sent += n
         }
         shutdown(fd, Int32(SHUT_WR))
@@ -67,15 +70,15 @@ struct VirtualReaderSocket: Sendable {
         while true {
             let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if n == 0 { break }
-            guard n > 0 else { throw RigError("read from \(path): errno \(errno)") }
+            guard n > 0 else { throw VirtualReaderSocketError("read from \(path): errno \(errno)") }
             reply.append(contentsOf: buffer[0..<n])
         }
         return String(decoding: reply, as: UTF8.self)
     }
 }
 
-/// A failure of the test rig itself (not of the code under test).
-struct RigError: Error, CustomStringConvertible {
-    let description: String
+/// The virtual reader could not be reached or answered badly.
+public struct VirtualReaderSocketError: Error, CustomStringConvertible {
+    public let description: String
     init(_ description: String) { self.description = description }
 }
