@@ -40,7 +40,11 @@ let package = Package(
         .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
 
         // MARK: Tests (one test bundle; one folder per module under test)
-        .testTarget(name: "TPMTests", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2"]),
+        // Rigs shared by the test targets: a private swtpm, virtual readers.
+        .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"],
+                path: "Tests/TestRigs"),
+        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2"]),
+        .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
     ],
     swiftLanguageModes: [.v6]

@@ -2,6 +2,7 @@ import Testing
 import TouchstoneFingerprint
 import TouchstoneSecure
 @testable import TouchstoneTPM
+import TestRigs
 
 @Suite("The enrolment-state NV index and the biometric branch")
 struct EnrolmentStateTests {

@@ -1,6 +1,7 @@
 import Testing
 import TouchstoneSecure
 @testable import TouchstoneTPM
+import TestRigs
 
 @Suite("Passcode branch, dictionary-attack protection, passcode change")
 struct PasscodeTests {

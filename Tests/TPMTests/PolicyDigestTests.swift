@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TouchstoneSecure
 @testable import TouchstoneTPM
+import TestRigs
 
 @Suite("Policy digests and command counts")
 struct PolicyDigestTests {

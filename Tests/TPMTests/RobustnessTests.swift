@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TouchstoneSecure
 @testable import TouchstoneTPM
+import TestRigs
 
 @Suite("Bad blobs, other TPMs, a TPM that goes away, leaks")
 struct RobustnessTests {

@@ -1,6 +1,7 @@
 import Testing
 import TouchstoneSecure
 @testable import TouchstoneTPM
+import TestRigs
 
 @Suite("Sealing and unsealing on swtpm")
 struct SealTests {

@@ -1,1 +1,0 @@
-// The TouchstoneVault module: filled in by its issue.

@@ -1,0 +1,53 @@
+/// The vault's schema and its migrations. `PRAGMA user_version` holds the
+/// version; each migration moves it up by one inside a transaction. A
+/// database newer than this code is refused, never touched.
+enum Schema {
+    static let current = 1
+
+    /// Migration `i` takes the schema from version i to i + 1.
+    static let migrations: [String] = [
+        // 0 -> 1: the first release.
+        """
+        CREATE TABLE meta (
+            key   TEXT PRIMARY KEY,
+            value BLOB NOT NULL
+        );
+        CREATE TABLE class_keys (
+            id       INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: wraps name class keys by id
+            kind     TEXT NOT NULL CHECK (kind IN ('passcode', 'biometry-any', 'biometry-current-set')),
+            epoch    BLOB,               -- the domain state a biometry-current-set key is sealed to
+            public   BLOB NOT NULL,      -- X25519 public key: items are wrapped to it without authentication
+            sealed   BLOB NOT NULL,      -- SealedBlob of the X25519 secret key
+            previous BLOB,               -- the blob before the last re-seal, until the TPM side is done
+            created  REAL NOT NULL
+        );
+        CREATE TABLE items (
+            id       INTEGER PRIMARY KEY,
+            lookup   BLOB NOT NULL UNIQUE, -- keyed hash of (service, account)
+            metadata BLOB NOT NULL,        -- AEAD(metadata key, attributes)
+            secret   BLOB NOT NULL         -- AEAD(item key, secret)
+        );
+        CREATE TABLE wraps (
+            item_id     INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            alternative INTEGER NOT NULL,
+            class_keys  TEXT NOT NULL,     -- class key ids joined by '+', 0 = the device key
+            wrapped     BLOB NOT NULL,     -- item key in sealed boxes to the class keys (nested for '+')
+            PRIMARY KEY (item_id, alternative)
+        );
+        """,
+    ]
+
+    static func migrate(_ db: SQLiteDatabase) throws {
+        var version = 0
+        try db.query("PRAGMA user_version") { version = Int($0.integer(0)) }
+        guard version <= current else { throw VaultError.futureSchema(version) }
+        while version < current {
+            let next = version + 1
+            try db.transaction {
+                try db.execute(migrations[version])
+                try db.execute("PRAGMA user_version = \(next)")
+            }
+            version = next
+        }
+    }
+}

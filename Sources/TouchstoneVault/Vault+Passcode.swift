@@ -1,0 +1,161 @@
+import Foundation
+import TouchstoneSecure
+import TouchstoneTPM
+
+/// The passcode and the enrolment state, as the vault sees them.
+///
+/// Setting the passcode defines the TPM's enrolment-state index and makes
+/// the three class keys; changing it re-seals them (ObjectChangeAuth) and
+/// moves the index's authValue; removing it destroys them, so every item
+/// that needs the passcode or biometry becomes unusable, and items kept
+/// "when passcode set" are deleted.
+extension Vault {
+    public var isPasscodeSet: Bool { (try? enrolmentIndex()) != nil }
+
+    /// The enrolment-state NV index, when a passcode is set.
+    public func enrolmentIndex() throws -> UInt32? {
+        try metaInt("nv_index").map { UInt32(truncatingIfNeeded: $0) }
+    }
+
+    /// The domain state on the TPM now (nil without a passcode).
+    public func currentDomainState() throws -> [UInt8]? {
+        guard let index = try enrolmentIndex() else { return nil }
+        return try withTPM { try tpm.readEnrolmentState(index) }
+    }
+
+    /// Sets the first passcode. `domainState` is the enrolment set's state
+    /// now (with no finger: any fresh random value).
+    public func setPasscode(_ passcode: PasscodeAuth, domainState: [UInt8]) throws {
+        guard try enrolmentIndex() == nil else { throw VaultError.passcodeAlreadySet }
+        let index = try withTPM { try tpm.freeEnrolmentIndex() }
+        try withTPM { try tpm.defineEnrolmentIndex(index, passcode: passcode, initialState: domainState) }
+        do {
+            let condition = BiometricCondition(nvIndex: index, domainState: domainState)
+            let (passPK, passSK) = Crypto.keyPair()
+            let (anyPK, anySK) = Crypto.keyPair()
+            let passBlob = try withTPM { try tpm.seal(passSK, policy: .passcodeOnly, passcode: passcode) }
+            let anyBlob = try withTPM { try tpm.seal(anySK, policy: .biometricOrPasscode(condition), passcode: passcode) }
+            try db.transaction {
+                let now = Date().timeIntervalSince1970
+                try db.query("INSERT INTO class_keys(kind, public, sealed, created) VALUES('passcode', ?, ?, ?)",
+                             [.blob(passPK), .blob(passBlob.serialized()), .real(now)])
+                try db.query("INSERT INTO class_keys(kind, public, sealed, created) VALUES('biometry-any', ?, ?, ?)",
+                             [.blob(anyPK), .blob(anyBlob.serialized()), .real(now)])
+                try insertCurrentSetKey(index: index, state: domainState)
+                try setMetaInt("nv_index", Int(index))
+                try setMetaInt("biometric_failures", 0)
+            }
+        } catch {
+            try? tpm.undefineEnrolmentIndex(index)
+            throw error
+        }
+    }
+
+    /// Checks the passcode with the TPM (by unsealing the passcode class key;
+    /// a wrong one counts against the TPM's dictionary-attack limit).
+    public func verifyPasscode(_ passcode: PasscodeAuth) throws {
+        let key = try passcodeClassKey()
+        _ = try openClassKey(key, proof: VaultProof(passcode: passcode))
+    }
+
+    func passcodeClassKey() throws -> ClassKey {
+        guard try enrolmentIndex() != nil,
+              let key = try classKeys().values.filter({ $0.kind == .passcode }).max(by: { $0.id < $1.id }) else {
+            throw VaultError.passcodeNotSet
+        }
+        return key
+    }
+
+    /// Replaces the passcode. Nothing changes if `old` is wrong.
+    public func changePasscode(from old: PasscodeAuth, to new: PasscodeAuth) throws {
+        guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
+        try verifyPasscode(old)
+        let keys = try classKeys().values.filter { $0.kind == .passcode || $0.kind == .biometryAny }
+        var resealed: [(Int64, [UInt8])] = []
+        for key in keys {
+            let blob: SealedBlob
+            do { blob = try SealedBlob(serialized: key.sealed) } catch { throw VaultError.corrupted("a class key record") }
+            resealed.append((key.id, try withTPM { try tpm.resealForNewPasscode(blob, from: old, to: new) }.serialized()))
+        }
+        do {
+            try tpm.changeEnrolmentIndexPasscode(index, from: old, to: new)
+        } catch TPMError.wrongPasscode {
+            // An earlier change stopped after moving the index: it already
+            // takes the new passcode. Prove it (rewrite the same state).
+            let state = try withTPM { try tpm.readEnrolmentState(index) }
+            try withTPM { try tpm.writeEnrolmentState(index, state: state, passcode: new) }
+        } catch let error as TPMError {
+            throw VaultError.tpm(error)
+        }
+        try db.transaction {
+            for (id, blob) in resealed {
+                try db.query("UPDATE class_keys SET sealed = ?, previous = NULL WHERE id = ?", [.blob(blob), .integer(id)])
+            }
+            try setMetaInt("biometric_failures", 0)
+        }
+    }
+
+    /// Removes the passcode (after checking it): every finger's class keys
+    /// go, the index goes, items kept "when passcode set" are deleted.
+    /// Returns how many items were deleted.
+    @discardableResult
+    public func removePasscode(_ passcode: PasscodeAuth) throws -> Int {
+        guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
+        try verifyPasscode(passcode)
+        let doomed = try list().compactMap { item -> [UInt8]? in
+            guard let a = item.attributes, a.accessibility == .whenPasscodeSetThisDeviceOnly else { return nil }
+            return lookupHash(service: a.service, account: a.account)
+        }
+        try db.transaction {
+            try db.execute("DELETE FROM class_keys")
+            for lookup in doomed { try db.query("DELETE FROM items WHERE lookup = ?", [.blob(lookup)]) }
+            try setMeta("nv_index", nil)
+            try setMetaInt("biometric_failures", 0)
+        }
+        // After the commit: a leftover index (if this fails) opens nothing,
+        // since no class key names it any more.
+        try? tpm.undefineEnrolmentIndex(index)
+        return doomed.count
+    }
+
+    /// Records an enrolment change: writes the new domain state to the TPM
+    /// (the passcode proves the right to), re-seals the biometry-any class
+    /// key to it, and makes a biometry-current-set class key for it. Keys
+    /// sealed to earlier states stay closed for good.
+    public func enrolmentChanged(to state: [UInt8], passcode: PasscodeAuth) throws {
+        guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
+        let condition = BiometricCondition(nvIndex: index, domainState: state)
+        guard let any = try classKeys().values.filter({ $0.kind == .biometryAny }).max(by: { $0.id < $1.id }) else {
+            throw VaultError.passcodeNotSet
+        }
+        let oldBlob: SealedBlob
+        do { oldBlob = try SealedBlob(serialized: any.sealed) } catch { throw VaultError.corrupted("a class key record") }
+        let anySK = try withTPM { try tpm.unseal(oldBlob, via: .passcode(passcode)) }
+        let newAny = try withTPM { try tpm.seal(anySK, policy: .biometricOrPasscode(condition), passcode: passcode) }
+        // New blobs first, the old one kept as `previous`: if the TPM write
+        // below does not happen, the old blob still opens.
+        try db.transaction {
+            try db.query("UPDATE class_keys SET previous = sealed, sealed = ? WHERE id = ?",
+                         [.blob(newAny.serialized()), .integer(any.id)])
+            try insertCurrentSetKey(index: index, state: state)
+        }
+        try withTPM { try tpm.writeEnrolmentState(index, state: state, passcode: passcode) }
+        try db.query("UPDATE class_keys SET previous = NULL WHERE id = ?", [.integer(any.id)])
+    }
+
+    // MARK: - Biometric failure count (survives restarts)
+
+    public func biometricFailures() throws -> Int { try metaInt("biometric_failures") ?? 0 }
+
+    /// Counts a failed match; returns the new count.
+    @discardableResult
+    public func recordBiometricFailure() throws -> Int {
+        try db.transaction {
+            let count = (try metaInt("biometric_failures") ?? 0) + 1
+            try setMetaInt("biometric_failures", count)
+            return count
+        }
+    }
+
+    public func resetBiometricFailures() throws { try setMetaInt("biometric_failures", 0) }
+}

@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+import TestRigs
+import TouchstoneSecure
+import TouchstoneTPM
+@testable import TouchstoneVault
+
+@Suite("Tampering, damage and other TPMs")
+struct VaultTamperTests {
+    /// Three items; `damage` alters the stored rows of "victim"; the others must still open.
+    func tamper(_ damage: (SQLiteDatabase, Int64) throws -> Void) throws -> (VaultRig, Vault) {
+        let rig = try VaultRig()
+        for account in ["before", "victim", "after"] {
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "s", account: account, access: .devicePasscode))
+        }
+        let db = try rig.database()
+        let id = try #require(try db.rows("SELECT id FROM items", []) { $0.integer(0) }.sorted().dropFirst().first)
+        try damage(db, id)
+        return (rig, try rig.reopen())
+    }
+
+    func expectOthersOpen(_ vault: Vault, _ rig: VaultRig) throws {
+        defer { withExtendedLifetime(rig) {} }
+        for account in ["before", "after"] {
+            #expect(string(try vault.secret(service: "s", account: account, proof: passcode)) == account)
+        }
+    }
+
+    static func flip(_ db: SQLiteDatabase, table: String, column: String, where clause: String, _ id: Int64) throws {
+        var bytes = try db.rows("SELECT \(column) FROM \(table) WHERE \(clause)", [.integer(id)]) { $0.blob(0) }.first!
+        bytes[bytes.count / 2] ^= 0x01
+        try db.query("UPDATE \(table) SET \(column) = ? WHERE \(clause)", [.blob(bytes), .integer(id)])
+    }
+
+    @Test("a flipped byte of a stored secret: that item is corrupted, the others open")
+    func flippedSecret() throws {
+        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "secret", where: "id = ?", $1) }
+        #expect(throws: VaultError.self) { try vault.secret(service: "s", account: "victim", proof: passcode) }
+        do { _ = try vault.secret(service: "s", account: "victim", proof: passcode) } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+        try expectOthersOpen(vault, rig)
+    }
+
+    @Test("a flipped byte of a wrapped key: that item is corrupted, the others open")
+    func flippedWrap() throws {
+        let (rig, vault) = try tamper { try Self.flip($0, table: "wraps", column: "wrapped", where: "item_id = ?", $1) }
+        do {
+            _ = try vault.secret(service: "s", account: "victim", proof: passcode)
+            Issue.record("a damaged wrapped key opened")
+        } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+        try expectOthersOpen(vault, rig)
+    }
+
+    @Test("a flipped byte of a lookup hash: that item is corrupted (get and list), the others open")
+    func flippedLookup() throws {
+        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "lookup", where: "id = ?", $1) }
+        do {
+            _ = try vault.secret(service: "s", account: "victim", proof: passcode)
+            Issue.record("an item with a damaged lookup opened")
+        } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+        #expect(try vault.list().filter { $0.state == .corrupted }.count == 1)
+        try expectOthersOpen(vault, rig)
+    }
+
+    @Test("a flipped byte of the attributes: listed as corrupted, the others listed and open")
+    func flippedMetadata() throws {
+        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "metadata", where: "id = ?", $1) }
+        let listed = try vault.list()
+        #expect(listed.filter { $0.state == .corrupted }.count == 1)
+        #expect(Set(listed.compactMap(\.attributes?.account)) == ["before", "after"])
+        try expectOthersOpen(vault, rig)
+    }
+
+    @Test("one item's secret replaced by another's: it reports corrupted (the associated data binds each to its item)")
+    func swappedSecrets() throws {
+        let (rig, vault) = try tamper { db, id in
+            let before = try db.rows("SELECT secret FROM items WHERE id = ?", [.integer(id - 1)]) { $0.blob(0) }.first!
+            try db.query("UPDATE items SET secret = ? WHERE id = ?", [.blob(before), .integer(id)])
+        }
+        do {
+            _ = try vault.secret(service: "s", account: "victim", proof: passcode)
+            Issue.record("a swapped secret opened")
+        } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+        try expectOthersOpen(vault, rig)
+    }
+
+    @Test("the database moved to another TPM: a clear error")
+    func otherTPM() throws {
+        let rig = try VaultRig()
+        try rig.vault.add(secret("x"), attributes: ItemAttributes(service: "s", account: "a", access: .none))
+        let other = try SwtpmRig()
+        #expect(throws: VaultError.otherTPM) { try Vault(home: rig.home, tpm: try other.tpm()) }
+    }
+
+    @Test("a future schema version is refused and the file left untouched")
+    func futureSchema() throws {
+        let rig = try VaultRig()
+        try rig.database().execute("PRAGMA user_version = 99")
+        #expect(throws: VaultError.futureSchema(99)) { try rig.reopen() }
+        var version = 0
+        try rig.database().query("PRAGMA user_version") { version = Int($0.integer(0)) }
+        #expect(version == 99)
+    }
+
+    @Test("a database of random bytes: a clear 'corrupted' error, the file kept")
+    func randomDatabase() throws {
+        let tpmRig = try SwtpmRig()
+        let home = URL(fileURLWithPath: tpmRig.directory).appendingPathComponent("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let junk = SecureBytes.random(count: 8192).withUnsafeBytes { Data($0) }
+        let path = home.appendingPathComponent(Vault.databaseName)
+        try junk.write(to: path)
+        do {
+            _ = try Vault(home: home, tpm: try tpmRig.tpm())
+            Issue.record("opened a database of random bytes")
+        } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+        #expect(try Data(contentsOf: path) == junk)
+    }
+
+    @Test("the state folder is 0700 and the database 0600; a folder others can read is refused")
+    func fileModes() throws {
+        let rig = try VaultRig()
+        var info = stat()
+        stat(rig.home.path, &info)
+        #expect(info.st_mode & 0o777 == 0o700)
+        stat(rig.home.appendingPathComponent(Vault.databaseName).path, &info)
+        #expect(info.st_mode & 0o777 == 0o600)
+        chmod(rig.home.path, 0o755)
+        #expect(throws: VaultError.self) { try rig.reopen() }
+    }
+
+    @Test("two vault instances adding and reading at once lose nothing")
+    func concurrentInstances() async throws {
+        let rig = try VaultRig()
+        let second = try rig.reopen()
+        await withTaskGroup(of: Void.self) { group in
+            for (n, vault) in [rig.vault, second].enumerated() {
+                group.addTask {
+                    for i in 0..<40 {
+                        try? vault.add(secret("\(n)-\(i)"), attributes: ItemAttributes(service: "c\(n)", account: "\(i)", access: .none))
+                        _ = try? vault.list()
+                    }
+                }
+            }
+        }
+        #expect(try rig.vault.itemCount() == 80)
+        for n in 0..<2 {
+            for i in 0..<40 {
+                #expect(string(try second.secret(service: "c\(n)", account: "\(i)", proof: .none)) == "\(n)-\(i)")
+            }
+        }
+    }
+}
