@@ -8,6 +8,8 @@ let package = Package(
     name: "Touchstone",
     products: [
         .library(name: "Touchstone", targets: ["Touchstone"]),
+        // Test doubles for apps' own tests: no hardware needed.
+        .library(name: "TouchstoneTestSupport", targets: ["TouchstoneTestSupport"]),
         .executable(name: "touchstone", targets: ["TouchstoneCLI"]),
         .executable(name: "touchstone-bench", targets: ["TouchstoneBench"]),
     ],
@@ -36,6 +38,7 @@ let package = Package(
         .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure"]),
         .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"]),
         .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
+        .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
 
@@ -44,6 +47,7 @@ let package = Package(
         .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"],
                 path: "Tests/TestRigs"),
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2"]),
+        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
     ],

@@ -68,7 +68,7 @@ public struct AccessControl: Sendable, Hashable, Codable, CustomStringConvertibl
     /// The ways in: each alternative is the set of flags that must all be
     /// satisfied. "or" gives one alternative per flag; "and" gives one
     /// alternative with every flag; "none" gives one empty alternative.
-    var alternatives: [[AccessFlag]] {
+    public var alternatives: [[AccessFlag]] {
         if flags.isEmpty { return [[]] }
         return combination == .all ? [flags] : flags.map { [$0] }
     }

@@ -228,6 +228,34 @@ extension Vault {
         throw VaultError.authenticationRequired
     }
 
+    /// The item's ways in that are still open, as an access control: a
+    /// biometry-current-set alternative whose enrolment set is gone, or one
+    /// whose class key went with the passcode, is dropped. Throws
+    /// `itemInvalidated` when none is left.
+    public func openAccess(service: String, account: String) throws -> AccessControl {
+        let (item, attributes) = try load(service: service, account: account)
+        let classKeys = try classKeys()
+        let state = try currentDomainState()
+        let wraps = try wraps(of: item)
+        let alternatives = attributes.access.alternatives
+        guard wraps.count == alternatives.count else {
+            throw VaultError.corrupted("the item \(service)/\(account) has \(wraps.count) wrapped keys for \(alternatives.count) ways in")
+        }
+        let open = zip(wraps, alternatives).filter { wrap, _ in Self.isOpen(wrap, classKeys, state) }.map(\.1)
+        guard !open.isEmpty else { throw VaultError.itemInvalidated }
+        if attributes.access.flags.isEmpty { return .none }
+        if attributes.access.combination == .all { return attributes.access }
+        return AccessControl(open.flatMap { $0 }, combination: .any)
+    }
+
+    static func isOpen(_ wrap: Wrap, _ classKeys: [Int64: ClassKey], _ state: [UInt8]?) -> Bool {
+        wrap.classKeyIDs.allSatisfy { id in
+            if id == ClassKey.deviceID { return true }
+            guard let key = classKeys[id] else { return false }
+            return key.kind != .biometryCurrentSet || key.epoch == state
+        }
+    }
+
     // MARK: - Update, delete
 
     /// Replaces the secret (needs the same authentication as reading it)
@@ -280,13 +308,7 @@ extension Vault {
                 continue
             }
             if let service, attributes.service != service { continue }
-            let open = try wraps(of: item).contains { wrap in
-                wrap.classKeyIDs.allSatisfy { id in
-                    if id == ClassKey.deviceID { return true }
-                    guard let key = classKeys[id] else { return false }
-                    return key.kind != .biometryCurrentSet || key.epoch == state
-                }
-            }
+            let open = try wraps(of: item).contains { Self.isOpen($0, classKeys, state) }
             out.append(ListedItem(attributes: attributes, state: open ? .ok : .invalidated))
         }
         return out

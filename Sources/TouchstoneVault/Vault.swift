@@ -140,3 +140,15 @@ public final class Vault: @unchecked Sendable {
         }
     }
 }
+
+extension Vault {
+    /// A small non-secret setting kept in the vault (for example which
+    /// reader the fingers were enrolled on).
+    public func setting(_ key: String) throws -> String? {
+        try meta("setting." + key).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    public func setSetting(_ key: String, _ value: String?) throws {
+        try setMeta("setting." + key, value.map { Array($0.utf8) })
+    }
+}

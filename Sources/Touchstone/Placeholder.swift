@@ -1,1 +1,0 @@
-// The Touchstone module: filled in by its issue.
