@@ -67,6 +67,9 @@ struct BenchReport: Codable {
             lines.append(cells.joined(separator: "  "))
         }
         lines.append("")
+        lines.append("cmds/unseal: steady state on one connection. 1st: the first unseal on a new connection (adds the SRK/NV handle lookups).")
+        lines.append("Every unseal's bytes (module and tools) were compared with the sealed key.")
+        lines.append("")
         lines.append("where a steady-state module unseal's time goes, CPU ms per unseal: this process (module + ESYS + OpenSSL) / swtpm")
         for b in branches {
             lines.append("  " + b.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
