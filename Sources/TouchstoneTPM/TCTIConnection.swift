@@ -15,10 +15,7 @@ final class TCTIConnection {
 
     init(tcti config: String) throws {
         try Self.precheck(config)
-        // ESYS logs every failed command at ERROR level, including the ones
-        // Touchstone expects (a wrong passcode); keep stderr for our messages
-        // unless the user asked for TSS logging.
-        setenv("TSS2_LOG", "all+none", 0)
+        _ = quietTSSLogging
 
         var tcti: OpaquePointer?
         let rc = ResponseCode(Tss2_TctiLdr_Initialize(config, &tcti))
@@ -76,6 +73,14 @@ final class TCTIConnection {
         return .unreachable(detail: "cannot load TCTI '\(config)': \(rc.text)")
     }
 }
+
+/// ESYS logs every failed command at ERROR level, including the ones
+/// Touchstone expects (a wrong passcode), and reads TSS2_LOG when it first
+/// logs. Set once per process (a global is initialised exactly once), before
+/// the first connection, unless the user set TSS2_LOG to debug. Child
+/// processes inherit it; the tests and the benchmark pass their own
+/// environment to the tools they run.
+private let quietTSSLogging: Void = { setenv("TSS2_LOG", "all+none", 0) }()
 
 // MARK: - The counting TCTI
 
