@@ -36,12 +36,14 @@ let package = Package(
         .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure"]),
         .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"]),
         .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
+        .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
 
         // MARK: Tests (one test bundle; one folder per module under test)
         .testTarget(name: "TPMTests", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
+        .testTarget(name: "CommandLineTests", dependencies: ["TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
     ],
     swiftLanguageModes: [.v6]
 )
