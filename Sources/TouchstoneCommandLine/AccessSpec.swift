@@ -35,6 +35,10 @@ public struct AccessSpec: Sendable, Hashable, CustomStringConvertible {
     public static let none = AccessSpec(checked: [], .any)
     /// `user-presence`, the default.
     public static let userPresence = AccessSpec(checked: [.userPresence], .any)
+    /// The longest spec text accepted, in UTF-8 bytes; the longest valid one
+    /// is far shorter.
+    public static let maximumLength = 256
+
     /// The spec used when `--access` is not given.
     public static let `default` = userPresence
 
@@ -52,6 +56,9 @@ public struct AccessSpec: Sendable, Hashable, CustomStringConvertible {
 
     /// Parses an `--access` value.
     public init(parsing text: String) throws(AccessSpecError) {
+        guard text.utf8.count <= Self.maximumLength else {
+            throw AccessSpecError("too long: \(text.utf8.count) bytes, at most \(Self.maximumLength) allowed")
+        }
         let hasAny = text.contains(Character("|"))
         let hasAll = text.contains(Character("&"))
         if hasAny && hasAll {

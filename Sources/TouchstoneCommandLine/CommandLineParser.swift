@@ -49,11 +49,13 @@ public enum CommandLineParser {
     }
 
     /// The command and resolved options, once the scan found no error.
-    /// Checks, in order: a command was named, it is not a group, the
-    /// positional count, the environment and global options, the command's
-    /// own values, and the rules across them.
+    /// Checks, in order: the global options and environment (first, so
+    /// that `--timeout help` blames the timeout rather than a missing
+    /// command), a command was named, it is not a group, the positional
+    /// count, the command's own values, and the rules across them.
     private static func build(_ scanned: ScannedCommandLine,
                               environment: [String: String]) throws(UsageError) -> (Command, GlobalOptions) {
+        let options = try scanned.globals.resolved(environment: environment)
         let path = scanned.path
         let description = path[path.count - 1]
         if path.count == 1 {
@@ -75,7 +77,6 @@ public enum CommandLineParser {
         if let extra = positionals.first {
             throw UsageError("unexpected argument \(Quote.value(extra))")
         }
-        let options = try scanned.globals.resolved(environment: environment)
         guard let make = description.make else {
             throw UsageError("'\(CommandTable.displayName(path))' cannot run")
         }

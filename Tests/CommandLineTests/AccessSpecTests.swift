@@ -83,3 +83,14 @@ struct AccessSpecTests {
         #expect(AccessFlag.allCases.map(\.rawValue) == ["user-presence", "biometry-any", "biometry-current-set", "passcode"])
     }
 }
+
+@Suite("--access spec length")
+struct AccessSpecLengthTests {
+    @Test("a spec over 256 bytes is refused before it is split")
+    func tooLong() {
+        let spec = Array(repeating: "passcode", count: 100_000).joined(separator: "|")
+        #expect(usageError(["add", "s", "a", "--access", spec])?.message == "invalid --access '\(String(spec.prefix(48)))...': too long: \(spec.utf8.count) bytes, at most 256 allowed")
+        #expect(throws: AccessSpecError.self) { try AccessSpec(parsing: String(repeating: " ", count: 257) + "none") }
+        #expect((try? AccessSpec(parsing: String(repeating: " ", count: 252) + "none")) == AccessSpec.none)
+    }
+}

@@ -44,4 +44,9 @@ struct DoubleDashTests {
     func secondDoubleDash() {
         #expect(run(["delete", "--", "--", "a"])?.0 == .delete(service: "--", account: "a"))
     }
+
+    @Test("-h as an option's value is the value, not a help request")
+    func helpAsValue() {
+        #expect(run(["add", "s", "a", "--label", "-h"])?.0 == .add(service: "s", account: "a", access: .userPresence, label: "-h", comment: nil))
+    }
 }

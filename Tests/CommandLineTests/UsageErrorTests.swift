@@ -90,6 +90,8 @@ struct UsageErrorTests {
         UsageCase(["--home"], "missing value for '--home <dir>'", root),
         UsageCase(["status", "--timeout"], "missing value for '--timeout <seconds>'", "touchstone status"),
         UsageCase(["--help=yes"], "'--help' takes no value", root),
+        UsageCase(["--timeout", "help"], "--timeout must be a number of seconds, more than 0 and at most 3600, not 'help'", root),
+        UsageCase(["sim", "--timeout", "0"], "--timeout must be a number of seconds, more than 0 and at most 3600, not '0'", "touchstone sim <subcommand>"),
         UsageCase(["help", "frob"], "unknown command 'frob'; the commands are: status, passcode, enroll, unenroll, fingers, verify, add, get, update, delete, list, sim, demo, help", "touchstone help [<subcommand> ...]"),
         UsageCase(["help", "sim", "touch", "x"], "'sim touch' has no subcommand 'x'", "touchstone help [<subcommand> ...]"),
         UsageCase(["help", "sim", "poke"], "unknown subcommand 'poke' for 'sim'; use one of: start, stop, status, touch, retry, error, unplug", "touchstone help [<subcommand> ...]"),
