@@ -39,7 +39,8 @@ let package = Package(
         .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"]),
         .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
+        .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
 
         // MARK: Tests (one test bundle; one folder per module under test)
@@ -50,6 +51,7 @@ let package = Package(
         .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
+        .testTarget(name: "CommandLineTests", dependencies: ["TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
     ],
     swiftLanguageModes: [.v6]
 )

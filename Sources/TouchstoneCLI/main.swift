@@ -1,25 +1,27 @@
-// The touchstone command. Its full interface (../shared/cli-contract.md)
-// arrives with the CLI issue; today it runs the backend demo.
+// The touchstone command: TouchstoneCommandLine parses the command line
+// (../shared/cli-contract.md); only `demo` runs so far, the other commands
+// are wired to the Keychain later.
 import Foundation
+import TouchstoneCommandLine
+
+/// Writes one line to stderr.
+func printError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}
 
 let arguments = Array(CommandLine.arguments.dropFirst())
-switch arguments {
-case ["demo"]:
+switch CommandLineParser.parse(arguments: arguments, environment: ProcessInfo.processInfo.environment) {
+case .help(let text):
+    print(text)
+case .version(let version):
+    print(version)
+case .usageError(let message, let usage):
+    printError("touchstone: error: \(message)")
+    printError("usage: \(usage)")
+    exit(ExitCode.usage.rawValue)
+case .run(.demo, _):
     exit(await BackendDemo.run())
-case ["-h"], ["--help"], ["help"]:
-    print("""
-        OVERVIEW: Touchstone: fingerprint- and TPM-protected secrets for Linux.
-
-        USAGE: touchstone demo
-
-        SUBCOMMANDS:
-          demo    Seal a key on a private swtpm and open it with a simulated finger or the passcode.
-        """)
-default:
-    FileHandle.standardError.write(Data("""
-        touchstone: error: only `touchstone demo` exists so far
-        usage: touchstone demo
-
-        """.utf8))
-    exit(64)
+case .run(let command, _):
+    printError("touchstone: error: '\(command.name)' is not implemented yet")
+    exit(ExitCode.failure.rawValue)
 }

@@ -1,0 +1,100 @@
+/// A `touchstone` command with its arguments, parsed and validated.
+///
+/// `help` is not a case: the parser answers it itself with
+/// `ParseResult.help(text:)`, so it never needs running.
+public enum Command: Sendable, Hashable {
+    /// `status`: reader, TPM, passcode, fingers, lockout, item count.
+    case status
+    /// `passcode set|change|remove`.
+    case passcode(PasscodeAction)
+    /// `enroll [FINGER]`.
+    case enroll(FingerName)
+    /// `unenroll FINGER` or `unenroll --all`.
+    case unenroll(UnenrollTarget)
+    /// `fingers`: the enrolled fingers.
+    case fingers
+    /// `verify [--allow-passcode]`: one authentication.
+    case verify(allowPasscode: Bool)
+    /// `add SERVICE ACCOUNT [--access SPEC] [--label T] [--comment T]`; the
+    /// secret comes from stdin. `label` and `comment` are nil when not given.
+    case add(service: String, account: String, access: AccessSpec, label: String?, comment: String?)
+    /// `get SERVICE ACCOUNT [--reason TEXT]`; `reason` is nil when not given.
+    case get(service: String, account: String, reason: String?)
+    /// `update SERVICE ACCOUNT`; the new secret comes from stdin.
+    case update(service: String, account: String)
+    /// `delete SERVICE ACCOUNT`.
+    case delete(service: String, account: String)
+    /// `list [--service S]`; `service` is nil for every item.
+    case list(service: String?)
+    /// `sim ...`: the simulator.
+    case sim(SimulatorCommand)
+    /// `demo`: the backend walk-through on a private swtpm.
+    case demo
+
+    /// What `passcode` does.
+    public enum PasscodeAction: String, Sendable, Hashable, CaseIterable {
+        /// Set the first passcode.
+        case set
+        /// Replace the passcode.
+        case change
+        /// Remove the passcode (the parser requires `--yes`).
+        case remove
+    }
+
+    /// Which fingers `unenroll` removes.
+    public enum UnenrollTarget: Sendable, Hashable {
+        /// One finger.
+        case finger(FingerName)
+        /// Every enrolled finger (`--all`).
+        case all
+    }
+
+    /// What `sim` does.
+    public enum SimulatorCommand: Sendable, Hashable {
+        /// `sim start`: run the simulator's swtpm.
+        case start
+        /// `sim stop`: shut it down.
+        case stop
+        /// `sim status`.
+        case status
+        /// `sim touch ID [--count N] [--wait SECONDS]`: put finger `id` on the
+        /// simulated reader `count` times, waiting up to `wait` for a
+        /// touchstone process to open the reader. `wait` defaults to the
+        /// global timeout.
+        case touch(id: String, count: Int, wait: Duration)
+        /// `sim retry KIND`.
+        case retry(SimulatedRetry)
+        /// `sim error CODE`.
+        case error(SimulatedReaderError)
+        /// `sim unplug`.
+        case unplug
+    }
+
+    /// The command's name as typed, subcommand included: `"sim touch"`.
+    public var name: String {
+        switch self {
+        case .status: "status"
+        case .passcode(let action): "passcode \(action.rawValue)"
+        case .enroll: "enroll"
+        case .unenroll: "unenroll"
+        case .fingers: "fingers"
+        case .verify: "verify"
+        case .add: "add"
+        case .get: "get"
+        case .update: "update"
+        case .delete: "delete"
+        case .list: "list"
+        case .sim(let sim):
+            switch sim {
+            case .start: "sim start"
+            case .stop: "sim stop"
+            case .status: "sim status"
+            case .touch: "sim touch"
+            case .retry: "sim retry"
+            case .error: "sim error"
+            case .unplug: "sim unplug"
+            }
+        case .demo: "demo"
+        }
+    }
+}

@@ -1,0 +1,310 @@
+/// Every `touchstone` command: the one table from which the parser takes
+/// names, arguments and options, and the help takes its text.
+enum CommandTable {
+    /// `touchstone` itself, whose subcommands are the commands.
+    static let root = CommandDescription(
+        name: "touchstone",
+        abstract: "Touchstone: fingerprint- and TPM-protected secrets for Linux.",
+        discussion: """
+            Keeps secrets the way the Keychain does on Apple platforms: each item is \
+            sealed to this machine's TPM and opens only after the authentication it \
+            was stored with (a touch of an enrolled finger, the passcode, or both). \
+            Secrets never travel in arguments or environment variables: only stdin, \
+            a file descriptor or the terminal (no echo).
+            """,
+        subcommands: [
+            status, passcode, enroll, unenroll, fingers, verify,
+            add, get, update, delete, list, sim, demo, help,
+        ])
+
+    // MARK: Reader, TPM and passcode
+
+    static let status = CommandDescription(
+        name: "status",
+        abstract: "Show the reader, the TPM, the passcode, enrolled fingers, lockout and item count.",
+        discussion: "Needs no authentication and never prompts.",
+        make: { _ in .status })
+
+    static let passcode = CommandDescription(
+        name: "passcode",
+        abstract: "Set, change or remove the passcode.",
+        subcommands: [
+            CommandDescription(
+                name: "set",
+                abstract: "Set the first passcode.",
+                discussion: "Needs no authentication; refused (exit 1) if a passcode is already set.",
+                make: { _ in .passcode(.set) }),
+            CommandDescription(
+                name: "change",
+                abstract: "Replace the passcode.",
+                discussion: "Needs the current passcode. With --passcode-fd, line 1 is the current passcode and line 2 the new one.",
+                make: { _ in .passcode(.change) }),
+            CommandDescription(
+                name: "remove",
+                abstract: "Remove the passcode.",
+                discussion: """
+                    Needs the passcode. Every finger is unenrolled and every item that needs \
+                    the passcode or biometry becomes unusable, hence --yes.
+                    """,
+                options: [OptionDescription(names: ["--yes"], help: "Confirm: unenrol every finger and lose every item that needs the passcode or biometry.", isRequired: true)],
+                make: { invocation throws(UsageError) in
+                    guard invocation.flag("--yes") else {
+                        throw UsageError("'passcode remove' unenrols every finger and makes every item that needs the passcode or biometry unusable; add --yes to confirm")
+                    }
+                    return .passcode(.remove)
+                }),
+        ])
+
+    static let enroll = CommandDescription(
+        name: "enroll",
+        abstract: "Enrol a finger.",
+        discussion: """
+            Needs the passcode (exit 7 if none is set). Stage progress and the \
+            reader's retry hints go to stderr.
+            """,
+        arguments: [ArgumentDescription(name: "finger", help: "The finger, by fprintd's name: \(FingerName.allNames).", isOptional: true)],
+        make: { invocation throws(UsageError) in
+            .enroll(try finger(invocation.arguments["finger"]) ?? .default)
+        })
+
+    static let unenroll = CommandDescription(
+        name: "unenroll",
+        abstract: "Remove one enrolled finger, or all of them.",
+        discussion: "Needs the passcode.",
+        arguments: [ArgumentDescription(name: "finger", help: "The finger, by fprintd's name: \(FingerName.allNames).", isOptional: true)],
+        options: [OptionDescription(names: ["--all"], help: "Remove every enrolled finger.")],
+        synopsis: "<finger> | --all",
+        make: { invocation throws(UsageError) in
+            switch (try finger(invocation.arguments["finger"]), invocation.flag("--all")) {
+            case (let named?, false): return .unenroll(.finger(named))
+            case (nil, true): return .unenroll(.all)
+            case (_?, true): throw UsageError("give a finger or --all, not both")
+            case (nil, false): throw UsageError("missing argument '<finger>' (or --all)")
+            }
+        })
+
+    static let fingers = CommandDescription(
+        name: "fingers",
+        abstract: "List the enrolled fingers.",
+        discussion: "Needs no authentication. With --json: an array of finger names.",
+        make: { _ in .fingers })
+
+    static let verify = CommandDescription(
+        name: "verify",
+        abstract: "Authenticate once: a finger, or a finger then the passcode.",
+        options: [OptionDescription(names: ["--allow-passcode"], help: "Accept the passcode instead of a touch.")],
+        make: { invocation in .verify(allowPasscode: invocation.flag("--allow-passcode")) })
+
+    // MARK: Items
+
+    /// The two arguments that name an item.
+    private static let itemArguments = [
+        ArgumentDescription(name: "service", help: "The service the item belongs to (at most 1024 bytes, no control characters)."),
+        ArgumentDescription(name: "account", help: "The account within the service (at most 1024 bytes, no control characters)."),
+    ]
+
+    static let add = CommandDescription(
+        name: "add",
+        abstract: "Store a secret read from stdin.",
+        discussion: """
+            The secret is every byte read from stdin up to EOF: 1 byte to 1 MiB, any \
+            bytes. Needs no authentication (as SecItemAdd); exit 9 if the item exists.
+
+            <spec> is one of none, user-presence, biometry-any, biometry-current-set, \
+            passcode, or several joined all by '|' (any one suffices) or all by '&' \
+            (all are needed). user-presence means biometry-any|passcode. none still \
+            seals to this machine's TPM.
+            """,
+        arguments: itemArguments,
+        options: [
+            OptionDescription(names: ["--access"], valueName: "spec", help: "What it takes to read the item back.", defaultValue: "user-presence"),
+            OptionDescription(names: ["--label"], valueName: "text", help: "A label shown by 'list'."),
+            OptionDescription(names: ["--comment"], valueName: "text", help: "A comment shown by 'list'."),
+        ],
+        make: { invocation throws(UsageError) in
+            var access = AccessSpec.default
+            if let spec = invocation.options["--access"] {
+                do throws(AccessSpecError) {
+                    access = try AccessSpec(parsing: spec)
+                } catch {
+                    throw UsageError("invalid --access \(Quote.value(spec)): \(error.description)")
+                }
+            }
+            return .add(service: try invocation.requiredText("service"),
+                        account: try invocation.requiredText("account"),
+                        access: access,
+                        label: try invocation.optionText("--label", allowEmpty: true),
+                        comment: try invocation.optionText("--comment", allowEmpty: true))
+        })
+
+    static let get = CommandDescription(
+        name: "get",
+        abstract: "Write a secret's bytes to stdout, exactly.",
+        discussion: "Needs whatever the item's access asks for.",
+        arguments: itemArguments,
+        options: [OptionDescription(names: ["--reason"], valueName: "text", help: "Why the secret is wanted, shown while waiting for a touch.")],
+        make: { invocation throws(UsageError) in
+            .get(service: try invocation.requiredText("service"),
+                 account: try invocation.requiredText("account"),
+                 reason: try invocation.optionText("--reason"))
+        })
+
+    static let update = CommandDescription(
+        name: "update",
+        abstract: "Replace a secret with the bytes read from stdin.",
+        discussion: "Needs whatever the item's access asks for. Stdin carries the secret, so --passcode-fd cannot be 0.",
+        arguments: itemArguments,
+        make: { invocation throws(UsageError) in
+            .update(service: try invocation.requiredText("service"), account: try invocation.requiredText("account"))
+        })
+
+    static let delete = CommandDescription(
+        name: "delete",
+        abstract: "Remove an item.",
+        discussion: "Needs no authentication (as SecItemDelete).",
+        arguments: itemArguments,
+        make: { invocation throws(UsageError) in
+            .delete(service: try invocation.requiredText("service"), account: try invocation.requiredText("account"))
+        })
+
+    static let list = CommandDescription(
+        name: "list",
+        abstract: "List items' metadata, never their secrets.",
+        discussion: """
+            Shows service, account, label, comment, access, created, modified and \
+            state (ok or invalidated). Needs no authentication.
+            """,
+        options: [OptionDescription(names: ["--service"], valueName: "service", help: "Only the items of this service.")],
+        make: { invocation throws(UsageError) in .list(service: try invocation.optionText("--service")) })
+
+    // MARK: Simulator
+
+    static let sim = CommandDescription(
+        name: "sim",
+        abstract: "Run the simulator: a private swtpm and a virtual fingerprint reader.",
+        discussion: """
+            The simulator's state lives under $TOUCHSTONE_HOME/sim/. Commands run \
+            with --sim use it; these subcommands drive it, for example from a second \
+            terminal.
+            """,
+        subcommands: [
+            CommandDescription(name: "start", abstract: "Start the simulator's swtpm.", make: { _ in .sim(.start) }),
+            CommandDescription(name: "stop", abstract: "Stop the simulator's swtpm.", make: { _ in .sim(.stop) }),
+            CommandDescription(name: "status", abstract: "Show whether the simulator runs.", make: { _ in .sim(.status) }),
+            CommandDescription(
+                name: "touch",
+                abstract: "Put a simulated finger on the simulated reader.",
+                discussion: """
+                    Waits until a touchstone process has the reader open. A finger is an \
+                    id string: enrolling needs as many touches of one id as the reader has \
+                    stages; a touch of another id does not match.
+                    """,
+                arguments: [ArgumentDescription(name: "id", help: "The simulated finger (at most 1024 bytes, no control characters).")],
+                options: [
+                    OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1"),
+                    OptionDescription(names: ["--wait"], valueName: "seconds", help: "How long to wait for a process to open the reader, at most 3600.", defaultValue: "the --timeout value"),
+                ],
+                make: { invocation throws(UsageError) in
+                    let count = try invocation.options["--count"].map { value throws(UsageError) in
+                        try NumberRules.whole(value, "--count", in: 1...1000)
+                    } ?? 1
+                    let wait = try invocation.options["--wait"].map { value throws(UsageError) in
+                        try NumberRules.seconds(value, "--wait")
+                    } ?? invocation.globals.timeout
+                    return .sim(.touch(id: try invocation.requiredText("id"), count: count, wait: wait))
+                }),
+            CommandDescription(
+                name: "retry",
+                abstract: "Make the simulated reader ask for another touch.",
+                arguments: [ArgumentDescription(name: "kind", help: "Why: \(SimulatedRetry.allCases.map(\.rawValue).joined(separator: ", ")).")],
+                make: { invocation throws(UsageError) in
+                    let kind = invocation.arguments["kind"] ?? ""
+                    guard let retry = SimulatedRetry(rawValue: kind) else {
+                        throw UsageError("unknown retry \(Quote.value(kind)); use one of: \(SimulatedRetry.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    return .sim(.retry(retry))
+                }),
+            CommandDescription(
+                name: "error",
+                abstract: "Make the simulated reader fail with a device error.",
+                arguments: [ArgumentDescription(name: "code", help: "The error, by name or libfprint number: \(SimulatedReaderError.allCases.map(\.rawValue).joined(separator: ", ")).")],
+                make: { invocation throws(UsageError) in
+                    let code = invocation.arguments["code"] ?? ""
+                    guard let error = SimulatedReaderError(code: code) else {
+                        throw UsageError("unknown reader error \(Quote.value(code)); use one of: \(SimulatedReaderError.allCases.map(\.rawValue).joined(separator: ", ")), or its libfprint number")
+                    }
+                    return .sim(.error(error))
+                }),
+            CommandDescription(name: "unplug", abstract: "Unplug the simulated reader.", make: { _ in .sim(.unplug) }),
+        ])
+
+    // MARK: Others
+
+    static let demo = CommandDescription(
+        name: "demo",
+        abstract: "Walk through the backend on a private swtpm and virtual reader.",
+        discussion: "Seals a key on a private swtpm and opens it with a simulated finger or the passcode, narrating each step. Touches no real TPM, reader or state.",
+        make: { _ in .demo })
+
+    static let help = CommandDescription(
+        name: "help",
+        abstract: "Show help for a command.",
+        discussion: "'touchstone help <command>' prints the same text as 'touchstone <command> --help'.",
+        arguments: [ArgumentDescription(name: "subcommand", help: "The command, and its subcommand if it has some (for example: sim touch).", isOptional: true, isRepeating: true)])
+
+    // MARK: Helpers
+
+    /// A FINGER argument, or nil when it was left out.
+    private static func finger(_ value: String?) throws(UsageError) -> FingerName? {
+        guard let value else { return nil }
+        guard let finger = FingerName(rawValue: value) else {
+            throw UsageError("unknown finger \(Quote.value(value)); use one of: \(FingerName.allNames)")
+        }
+        return finger
+    }
+
+    /// The path of commands named by `names`, starting at the root, or the
+    /// first name that is not a subcommand where it stands.
+    static func path(for names: [String]) -> Result<[CommandDescription], UsageError> {
+        var path = [root]
+        for name in names {
+            let current = path[path.count - 1]
+            guard let next = current.subcommand(name) else {
+                return .failure(unknownCommand(name, in: path))
+            }
+            path.append(next)
+        }
+        return .success(path)
+    }
+
+    /// The error for a word that is no subcommand of the last command in
+    /// `path`.
+    static func unknownCommand(_ name: String, in path: [CommandDescription]) -> UsageError {
+        let parent = path[path.count - 1]
+        if parent.subcommands.isEmpty {
+            return UsageError("'\(displayName(path))' has no subcommand \(Quote.value(name))")
+        }
+        let choices = parent.subcommands.map(\.name).joined(separator: ", ")
+        if path.count == 1 {
+            return UsageError("unknown command \(Quote.value(name)); the commands are: \(choices)")
+        }
+        return UsageError("unknown subcommand \(Quote.value(name)) for '\(displayName(path))'; use one of: \(choices)")
+    }
+
+    /// The commands that own an option spelled `name`, as `sim touch`.
+    static func owners(ofOption name: String) -> [String] {
+        var found: [String] = []
+        func visit(_ command: CommandDescription, _ path: [CommandDescription]) {
+            if command.option(name) != nil { found.append(displayName(path)) }
+            for child in command.subcommands { visit(child, path + [child]) }
+        }
+        visit(root, [root])
+        return found
+    }
+
+    /// The words after `touchstone` (`sim touch`), or `touchstone` for the
+    /// root.
+    static func displayName(_ path: [CommandDescription]) -> String {
+        path.count <= 1 ? root.name : path.dropFirst().map(\.name).joined(separator: " ")
+    }
+}
