@@ -164,13 +164,22 @@ public struct Swtpm: Sendable {
     /// a daemon (swtpm -d) must not keep this process's sockets or pipes
     /// open. (Foundation's Process waits on a descriptor the daemon would
     /// inherit, and never returns.)
+    /// `output`: a file that receives stdout and stderr (instead of
+    /// /dev/null); `environment`: the child's environment (default: ours);
+    /// `directory`: its working directory.
     @discardableResult
-    public static func run(_ executable: String, _ arguments: [String]) throws -> Int32 {
+    public static func run(_ executable: String, _ arguments: [String], output: String? = nil,
+                           environment: [String: String]? = nil, directory: String? = nil) throws -> Int32 {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        for fd: Int32 in 0...2 {
-            posix_spawn_file_actions_addopen(&actions, fd, "/dev/null", fd == 0 ? O_RDONLY : O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        if let output {
+            posix_spawn_file_actions_addopen(&actions, 1, output, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            posix_spawn_file_actions_adddup2(&actions, 1, 2)
+        } else {
+            posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
         markDescriptorsCloseOnExec()
         // The child must start with no signal blocked and default handlers:
@@ -187,10 +196,17 @@ public struct Swtpm: Sendable {
         for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
         posix_spawnattr_setsigdefault(&attributes, &defaults)
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        // glibc's posix_spawn_file_actions_addchdir_np does not import:
+        // coreutils' env changes the directory instead.
+        let (program, list) = directory.map { ("/usr/bin/env", ["/usr/bin/env", "-C", $0, executable] + arguments) }
+            ?? (executable, [executable] + arguments)
+        let argv = list.map { strdup($0) } + [nil]
         defer { for p in argv { free(p) } }
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { envp?.forEach { free($0) } }
         var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        let rc = envp.map { e in e.withUnsafeBufferPointer { posix_spawn(&pid, program, &actions, &attributes, argv, $0.baseAddress) } }
+            ?? posix_spawn(&pid, program, &actions, &attributes, argv, environ)
         guard rc == 0 else { throw Failure.didNotStart("cannot run \(executable): \(String(cString: strerror(rc)))") }
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}

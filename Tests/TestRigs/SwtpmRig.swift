@@ -80,22 +80,16 @@ public struct Enrolled {
 }
 
 /// Runs a tpm2-tools command against `rig`'s swtpm; returns its exit status
-/// and output. A missing tool is a failure.
+/// and output. A missing tool is a failure. (posix_spawn, not Foundation's
+/// Process, whose wait needs the run loop and a free Dispatch thread.)
 @discardableResult
 public func tpm2Tool(_ rig: SwtpmRig, _ tool: String, _ args: [String], in directory: String) throws -> (Int32, String) {
     guard let path = Swtpm.which(tool) else { throw RigFailure("\(tool) is missing: apt-get install tpm2-tools") }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = args
-    process.currentDirectoryURL = URL(fileURLWithPath: directory)
-    var env = ProcessInfo.processInfo.environment
-    env["TPM2TOOLS_TCTI"] = rig.swtpm.tcti
-    process.environment = env
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    var environment = ProcessInfo.processInfo.environment
+    environment["TPM2TOOLS_TCTI"] = rig.swtpm.tcti
+    environment["TSS2_LOG"] = nil
+    let output = directory + "/.tool-output"
+    let status = try Swtpm.run(path, args, output: output, environment: environment, directory: directory)
+    let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+    return (status, text)
 }

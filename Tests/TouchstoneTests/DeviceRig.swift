@@ -35,10 +35,10 @@ final class DeviceRig: @unchecked Sendable {
     }
 
     deinit {
+        // Never block here: deinit may run on a cooperative thread, and
+        // waiting for a task that needs one deadlocks a 2-core machine.
         let device = self.device
-        let done = DispatchSemaphore(value: 0)
-        Task { await device.close(); done.signal() }
-        done.wait()
+        Task { await device.close() }
     }
 
     /// Enrols `finger` with five touches of simulated finger `id`.
