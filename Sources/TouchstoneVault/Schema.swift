@@ -41,6 +41,14 @@ enum Schema {
         var version = 0
         try db.query("PRAGMA user_version") { version = Int($0.integer(0)) }
         guard version <= current else { throw VaultError.futureSchema(version) }
+        if version == 0 {
+            // A new vault is an empty file. Tables already there mean another
+            // program's database: never migrate (change) it.
+            let tables = try db.rows("SELECT count(*) FROM sqlite_master", []) { $0.integer(0) }.first ?? 0
+            guard tables == 0 else {
+                throw VaultError.corrupted("\(db.path) is another program's SQLite database, not a Touchstone vault; move it away")
+            }
+        }
         while version < current {
             let next = version + 1
             try db.transaction {

@@ -126,6 +126,25 @@ struct VaultTamperTests {
         #expect(try Data(contentsOf: path) == junk)
     }
 
+    @Test("another program's SQLite database at the vault's path is refused and left unchanged")
+    func foreignDatabase() throws {
+        let tpmRig = try SwtpmRig()
+        let home = URL(fileURLWithPath: tpmRig.directory).appendingPathComponent("home")
+        try FileManager.default.createDirectory(at: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let path = home.appendingPathComponent(Vault.databaseName).path
+        let other = try SQLiteDatabase(path: path)
+        try other.execute("CREATE TABLE bookmarks(url TEXT); INSERT INTO bookmarks VALUES('https://example.org')")
+        do {
+            _ = try Vault(home: home, tpm: try tpmRig.tpm())
+            Issue.record("took over another program's database")
+        } catch let e as VaultError {
+            guard case .corrupted(let why) = e else { Issue.record("expected corrupted, got \(e)"); return }
+            #expect(why.contains("another program"))
+        }
+        #expect(try other.rows("SELECT url FROM bookmarks", []) { $0.text(0) } == ["https://example.org"])
+        #expect(try other.rows("SELECT count(*) FROM sqlite_master", []) { $0.integer(0) } == [1])
+    }
+
     @Test("the state folder is 0700 and the database 0600; a folder others can read is refused")
     func fileModes() throws {
         let rig = try VaultRig()
