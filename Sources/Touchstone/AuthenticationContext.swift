@@ -158,8 +158,7 @@ public final class AuthenticationContext: @unchecked Sendable {
         let needsAll = access.combination == .all && access.needsBiometry && access.allowsPasscode
         if needsAll {
             try await matchFinger(reason: reason, passcodeAllowed: false, interaction)
-            let passcode = try await askPasscode(reason: reason, interaction)
-            return VaultProof(biometricMatch: true, passcode: passcode)
+            return try await askPasscode(reason: reason, interaction).addingBiometricMatch()
         }
         if access.needsBiometry {
             let biometryUsable: Bool
@@ -175,7 +174,7 @@ public final class AuthenticationContext: @unchecked Sendable {
         }
         // The passcode: the only way in, the fallback chosen, or biometry
         // locked out / not enrolled with the passcode allowed.
-        return VaultProof(passcode: try await askPasscode(reason: reason, interaction))
+        return try await askPasscode(reason: reason, interaction)
     }
 
     /// Waits for a touch. Returns true on a match, false when the person
@@ -232,16 +231,15 @@ public final class AuthenticationContext: @unchecked Sendable {
 
     /// Asks for the passcode and has the TPM check it. A success clears the
     /// biometric failure count and lockout.
-    private func askPasscode(reason: String, _ interaction: (any AuthenticationInteraction)?) async throws -> PasscodeAuth {
+    private func askPasscode(reason: String, _ interaction: (any AuthenticationInteraction)?) async throws -> VaultProof {
         guard let interaction, !interactionNotAllowed else { throw AuthenticationError.notInteractive }
         let typed = try await interaction.passcode(reason: reason)
-        let auth = PasscodeAuth(passcode: typed)
         do {
-            try device.vault.verifyPasscode(auth)
+            let proof = try device.vault.verifyPasscode(PasscodeAuth(passcode: typed))
             try device.vault.resetBiometricFailures()
+            return proof
         } catch let error as VaultError {
             throw AuthenticationError(error)
         }
-        return auth
     }
 }

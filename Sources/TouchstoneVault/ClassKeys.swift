@@ -80,6 +80,7 @@ extension Vault {
     /// Unseals a class key's secret half with `proof`, or explains why not.
     func openClassKey(_ key: ClassKey, proof: VaultProof) throws -> SecureBytes {
         if key.id == ClassKey.deviceID { return Crypto.keyPair(seed: deviceKey).1 }
+        if let opened = proof.openedClassKeys[key.id] { return opened }
         guard let kind = key.kind else { throw VaultError.corrupted("unknown class key kind") }
         func unseal(_ bytes: [UInt8], _ branch: UnsealBranch) throws -> SecureBytes {
             let blob: SealedBlob

@@ -1,4 +1,5 @@
 import Foundation
+import TouchstoneSecure
 import TouchstoneTPM
 
 /// An item's attributes: everything but the secret. Listing shows these
@@ -54,9 +55,21 @@ public struct VaultProof: Sendable {
     /// The passcode, if the user gave it; the TPM checks it.
     public var passcode: PasscodeAuth?
 
+    /// Class keys already opened while proving (the passcode class key, when
+    /// the TPM checked the passcode by opening it): reused instead of asking
+    /// the TPM again. Wiped with the proof.
+    var openedClassKeys: [Int64: SecureBytes] = [:]
+
     public init(biometricMatch: Bool = false, passcode: PasscodeAuth? = nil) {
         self.biometricMatch = biometricMatch
         self.passcode = passcode
+    }
+
+    /// This proof with a match added (for access controls that need both).
+    public func addingBiometricMatch() -> VaultProof {
+        var proof = self
+        proof.biometricMatch = true
+        return proof
     }
 
     public static let none = VaultProof()

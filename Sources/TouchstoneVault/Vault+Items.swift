@@ -235,8 +235,10 @@ extension Vault {
     public func openAccess(service: String, account: String) throws -> AccessControl {
         let (item, attributes) = try load(service: service, account: account)
         let classKeys = try classKeys()
-        let state = try currentDomainState()
         let wraps = try wraps(of: item)
+        // The TPM's state is read only when a biometry-current-set key is involved.
+        let needsState = wraps.contains { $0.classKeyIDs.contains { classKeys[$0]?.kind == .biometryCurrentSet } }
+        let state = needsState ? try currentDomainState() : nil
         let alternatives = attributes.access.alternatives
         guard wraps.count == alternatives.count else {
             throw VaultError.corrupted("the item \(service)/\(account) has \(wraps.count) wrapped keys for \(alternatives.count) ways in")

@@ -52,10 +52,15 @@ extension Vault {
     }
 
     /// Checks the passcode with the TPM (by unsealing the passcode class key;
-    /// a wrong one counts against the TPM's dictionary-attack limit).
-    public func verifyPasscode(_ passcode: PasscodeAuth) throws {
+    /// a wrong one counts against the TPM's dictionary-attack limit). The
+    /// proof it returns carries the opened class key, so reading a passcode
+    /// item with it needs no second unseal.
+    @discardableResult
+    public func verifyPasscode(_ passcode: PasscodeAuth) throws -> VaultProof {
         let key = try passcodeClassKey()
-        _ = try openClassKey(key, proof: VaultProof(passcode: passcode))
+        var proof = VaultProof(passcode: passcode)
+        proof.openedClassKeys[key.id] = try openClassKey(key, proof: proof)
+        return proof
     }
 
     func passcodeClassKey() throws -> ClassKey {

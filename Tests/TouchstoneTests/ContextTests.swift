@@ -152,6 +152,17 @@ struct ContextTests {
         #expect(try rig.device.enrolledFingers().isEmpty)
     }
 
+    @Test("reading a passcode item: the TPM checks the passcode once and that unseal opens the item (at most 7 TPM commands)")
+    func passcodeGetCost() async throws {
+        let rig = try DeviceRig()
+        try rig.device.keychain.add(bytes("p"), service: "s", account: "p", access: .devicePasscode)
+        let (context, _) = rig.context(touch: nil, passcode: thePasscode)
+        let before = rig.device.tpm.commandCount
+        #expect(text(try await rig.device.keychain.get(service: "s", account: "p", context: context, reason: "r")) == "p")
+        let used = rig.device.tpm.commandCount - before
+        #expect(used <= 7, "a passcode get took \(used) TPM commands")
+    }
+
     @Test("Codable items round-trip")
     func codable() async throws {
         struct Credentials: Codable, Equatable { var user: String; var token: String }
