@@ -124,24 +124,7 @@ extension TPM {
                 }
             }
 
-            var inPublic = TPM2B_PUBLIC()
-            var inPrivate = TPM2B_PRIVATE()
-            do {
-                try unmarshal(blob.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
-                try unmarshal(blob.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
-            } catch {
-                throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
-            }
-            // Refuse a public area whose policy is not the one recorded: the
-            // key could not be opened, and the error would be less clear later.
-            let expected = Self.authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value)
-            guard Array(tupleBytes(inPublic.publicArea.authPolicy.buffer, size: inPublic.publicArea.authPolicy.size)) == expected.bytes else {
-                throw TPMError.corruptedBlob(detail: "its policy is not the one recorded")
-            }
-
-            var item: ESYS_TR = ESYS_TR_NONE
-            try check(Esys_Load(ctx, srk.handle, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &item),
-                      .load, ctx)
+            let item = try load(blob, under: srk.handle, ctx)
             defer { flush(item, ctx) }
 
             var sessions: [ESYS_TR] = []
@@ -272,17 +255,7 @@ extension TPM {
         return try withContext { ctx in
             let srk = try storageRootKey(ctx)
             guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
-            var inPublic = TPM2B_PUBLIC()
-            var inPrivate = TPM2B_PRIVATE()
-            do {
-                try unmarshal(blob.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
-                try unmarshal(blob.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
-            } catch {
-                throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
-            }
-            var item: ESYS_TR = ESYS_TR_NONE
-            try check(Esys_Load(ctx, srk.handle, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &item),
-                      .load, ctx)
+            let item = try load(blob, under: srk.handle, ctx)
             defer { flush(item, ctx) }
             var newAuth = try authValue(new)
             defer { wipe(&newAuth) }
@@ -301,6 +274,27 @@ extension TPM {
             resealed.privateArea = try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal)
             return resealed
         }
+    }
+
+    /// Loads the blob's object under the SRK (the caller flushes it). A
+    /// public area whose policy is not the one recorded is refused first:
+    /// the key could not be opened, and the error would be less clear later.
+    private func load(_ blob: SealedBlob, under srk: ESYS_TR, _ ctx: OpaquePointer) throws -> ESYS_TR {
+        var inPublic = TPM2B_PUBLIC()
+        var inPrivate = TPM2B_PRIVATE()
+        do {
+            try unmarshal(blob.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
+            try unmarshal(blob.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
+        } catch {
+            throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
+        }
+        let expected = Self.authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value)
+        guard tupleBytes(inPublic.publicArea.authPolicy.buffer, size: inPublic.publicArea.authPolicy.size) == expected.bytes else {
+            throw TPMError.corruptedBlob(detail: "its policy is not the one recorded")
+        }
+        var item: ESYS_TR = ESYS_TR_NONE
+        try check(Esys_Load(ctx, srk, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &item), .load, ctx)
+        return item
     }
 
     // MARK: - Marshalling

@@ -44,8 +44,15 @@ final class DeviceRig: @unchecked Sendable {
     /// Enrols `finger` with five touches of simulated finger `id`.
     func enroll(_ finger: Finger, as id: String) async throws {
         let device = self.device
-        let enrolling = Task { try await device.enroll(finger, passcode: bytes(thePasscode), timeout: .seconds(10)) }
-        for _ in 0..<5 { try await socket.send("SCAN \(id)") }
+        let enrolling = Task { try await device.enroll(finger, passcode: bytes(thePasscode), timeout: .seconds(30)) }
+        do {
+            for _ in 0..<5 { try await socket.send("SCAN \(id)", wait: .seconds(30)) }
+        } catch {
+            // The reader never listened: the enrolment's own error says why.
+            enrolling.cancel()
+            try await enrolling.value
+            throw error
+        }
         try await enrolling.value
     }
 

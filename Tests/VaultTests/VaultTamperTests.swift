@@ -19,6 +19,18 @@ struct VaultTamperTests {
         return (rig, try rig.reopen())
     }
 
+    /// The victim item reports corrupted (never opens, never another error).
+    func expectCorrupted(_ vault: Vault, sourceLocation: SourceLocation = #_sourceLocation) {
+        do {
+            _ = try vault.secret(service: "s", account: "victim", proof: passcode)
+            Issue.record("a damaged item opened", sourceLocation: sourceLocation)
+        } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)", sourceLocation: sourceLocation); return }
+        } catch {
+            Issue.record("expected corrupted, got \(error)", sourceLocation: sourceLocation)
+        }
+    }
+
     func expectOthersOpen(_ vault: Vault, _ rig: VaultRig) throws {
         defer { withExtendedLifetime(rig) {} }
         for account in ["before", "after"] {
@@ -35,34 +47,21 @@ struct VaultTamperTests {
     @Test("a flipped byte of a stored secret: that item is corrupted, the others open")
     func flippedSecret() throws {
         let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "secret", where: "id = ?", $1) }
-        #expect(throws: VaultError.self) { try vault.secret(service: "s", account: "victim", proof: passcode) }
-        do { _ = try vault.secret(service: "s", account: "victim", proof: passcode) } catch let e as VaultError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
-        }
+        expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
 
     @Test("a flipped byte of a wrapped key: that item is corrupted, the others open")
     func flippedWrap() throws {
         let (rig, vault) = try tamper { try Self.flip($0, table: "wraps", column: "wrapped", where: "item_id = ?", $1) }
-        do {
-            _ = try vault.secret(service: "s", account: "victim", proof: passcode)
-            Issue.record("a damaged wrapped key opened")
-        } catch let e as VaultError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
-        }
+        expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
 
     @Test("a flipped byte of a lookup hash: that item is corrupted (get and list), the others open")
     func flippedLookup() throws {
         let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "lookup", where: "id = ?", $1) }
-        do {
-            _ = try vault.secret(service: "s", account: "victim", proof: passcode)
-            Issue.record("an item with a damaged lookup opened")
-        } catch let e as VaultError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
-        }
+        expectCorrupted(vault)
         #expect(try vault.list().filter { $0.state == .corrupted }.count == 1)
         try expectOthersOpen(vault, rig)
     }
@@ -82,12 +81,7 @@ struct VaultTamperTests {
             let before = try db.rows("SELECT secret FROM items WHERE id = ?", [.integer(id - 1)]) { $0.blob(0) }.first!
             try db.query("UPDATE items SET secret = ? WHERE id = ?", [.blob(before), .integer(id)])
         }
-        do {
-            _ = try vault.secret(service: "s", account: "victim", proof: passcode)
-            Issue.record("a swapped secret opened")
-        } catch let e as VaultError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
-        }
+        expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
 
