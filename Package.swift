@@ -41,7 +41,7 @@ let package = Package(
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
-        .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
+        .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "CSQLite"]),
 
         // MARK: Tests (one test bundle; one folder per module under test)
         // Rigs shared by the test targets: a private swtpm, virtual readers.

@@ -11,6 +11,9 @@ enum BenchError: Error, CustomStringConvertible {
     /// An unseal returned bytes other than the sealed key: the measured path
     /// is broken, and its timings would be worthless.
     case wrongKey(String)
+    /// A vault or plain SQLite operation gave back something other than
+    /// what was stored: no figures for a failing path.
+    case wrongResult(String)
     /// Ctrl-C or SIGTERM.
     case interrupted
     /// A tpm2-tools step failed.
@@ -18,11 +21,12 @@ enum BenchError: Error, CustomStringConvertible {
 
     var description: String {
         switch self {
-        case .usage(let why): return (why.map { "touchstone-bench: \($0)\n" } ?? "") + BenchOptions.usage
+        case .usage(let why): return (why.map { "touchstone-bench: \($0)\n" } ?? "") + BenchCommand.usage
         case .missingTool(let name, let package):
             return "\(name) is not installed: install the Debian package \(package) (apt-get install \(package))"
         case .setup(let why): return "cannot set up the benchmark: \(why)"
         case .wrongKey(let what): return "\(what) returned bytes that are not the sealed key; no figures for a failing path"
+        case .wrongResult(let what): return "\(what) did not give back what was stored; no figures for a failing path"
         case .interrupted: return "interrupted; the private swtpm was stopped and its folder deleted"
         case .toolFailed(let step, let status, let stderr):
             let detail = stderr.trimmingCharacters(in: .whitespacesAndNewlines)

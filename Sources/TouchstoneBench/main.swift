@@ -1,5 +1,8 @@
-// touchstone-bench: latency and TPM command count of an unseal through each
-// branch on a private swtpm, against the same unseal done with tpm2-tools.
+// touchstone-bench: two suites, each on a private swtpm.
+// - `touchstone-bench [tpm]`: latency and TPM command count of an unseal
+//   through each branch, against the same unseal done with tpm2-tools.
+// - `touchstone-bench vault`: the vault's add, keyed get and list at several
+//   sizes, TPM excluded and included, against plain SQLite with the same rows.
 // See docs/performance.md for the figures and how to read them.
 import Foundation
 import TouchstoneSecure
@@ -51,11 +54,27 @@ func fail(_ message: String, status: Int32) -> Never {
 // log their errors (to the stderr we capture) as they normally would.
 let startEnvironment = ProcessInfo.processInfo.environment
 
-let options: BenchOptions
+/// The suite chosen by the first argument, with its options.
+enum BenchCommand {
+    case tpm(BenchOptions)
+    case vault(VaultBenchOptions)
+
+    init(arguments: [String]) throws {
+        switch arguments.first {
+        case "vault": self = .vault(try VaultBenchOptions(arguments: Array(arguments.dropFirst())))
+        case "tpm": self = .tpm(try BenchOptions(arguments: Array(arguments.dropFirst())))
+        default: self = .tpm(try BenchOptions(arguments: arguments))
+        }
+    }
+
+    static let usage = BenchOptions.usage + "\n\n" + VaultBenchOptions.usage
+}
+
+let command: BenchCommand
 do {
-    options = try BenchOptions(arguments: Array(CommandLine.arguments.dropFirst()))
+    command = try BenchCommand(arguments: Array(CommandLine.arguments.dropFirst()))
 } catch BenchError.usage(nil) {
-    print(BenchOptions.usage)
+    print(BenchCommand.usage)
     exit(0)
 } catch {
     FileHandle.standardError.write(Data("\(error)\n".utf8))
@@ -63,16 +82,26 @@ do {
 }
 
 do {
-    // Fail before starting anything when a tool is missing.
-    for program in ToolRunner.programs where Swtpm.which(program) == nil {
-        throw BenchError.missingTool(name: program, package: "tpm2-tools")
+    switch command {
+    case .tpm(let options):
+        // Fail before starting anything when a tool is missing.
+        for program in ToolRunner.programs where Swtpm.which(program) == nil {
+            throw BenchError.missingTool(name: program, package: "tpm2-tools")
+        }
+        Interruption.install()
+        let rig = try PrivateSwtpm()
+        let outcome = Result { try runBenchmark(options, on: rig, environment: startEnvironment) }
+        rig.stopAndRemove()
+        let report = try outcome.get()
+        print(options.json ? try report.json() : report.table())
+    case .vault(let options):
+        Interruption.install()
+        let rig = try PrivateSwtpm()
+        let outcome = Result { try runVaultBenchmark(options, on: rig) }
+        rig.stopAndRemove()
+        let report = try outcome.get()
+        print(options.json ? try report.json() : report.table())
     }
-    Interruption.install()
-    let rig = try PrivateSwtpm()
-    let outcome = Result { try runBenchmark(options, on: rig, environment: startEnvironment) }
-    rig.stopAndRemove()
-    let report = try outcome.get()
-    print(options.json ? try report.json() : report.table())
 } catch BenchError.interrupted {
     fail("\(BenchError.interrupted)", status: 130)
 } catch {

@@ -42,7 +42,7 @@ extension Vault {
         return out
     }
 
-    var devicePublicKey: [UInt8] { Crypto.keyPair(seed: deviceKey).0 }
+    var devicePublicKey: [UInt8] { deviceKeyPair.publicKey }
 
     /// The class key new items with `flag` are wrapped to.
     func activeClassKey(for flag: AccessFlag) throws -> ClassKey {
@@ -79,7 +79,7 @@ extension Vault {
 
     /// Unseals a class key's secret half with `proof`, or explains why not.
     func openClassKey(_ key: ClassKey, proof: VaultProof) throws -> SecureBytes {
-        if key.id == ClassKey.deviceID { return Crypto.keyPair(seed: deviceKey).1 }
+        if key.id == ClassKey.deviceID { return deviceKeyPair.secretKey }
         if let opened = proof.openedClassKeys[key.id] { return opened }
         guard let kind = key.kind else { throw VaultError.corrupted("unknown class key kind") }
         func unseal(_ bytes: [UInt8], _ branch: UnsealBranch) throws -> SecureBytes {

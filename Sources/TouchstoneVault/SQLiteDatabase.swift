@@ -3,12 +3,17 @@ import Foundation
 
 /// A SQLite connection: WAL journal, foreign keys on, a busy timeout so two
 /// processes writing at once wait for each other instead of failing.
-/// Serialised by a lock; statements are prepared per call (the vault's
-/// queries are few and short).
+/// Serialised by a lock. Prepared statements are kept per SQL text and
+/// reused (preparing one costs about as much as running it).
 final class SQLiteDatabase: @unchecked Sendable {
-    // @unchecked Sendable: `handle` is used only under `lock`.
+    // @unchecked Sendable: `handle` and `statements` are used only under `lock`.
     private var handle: OpaquePointer?
     private let lock = NSRecursiveLock()
+    /// Idle prepared statements by SQL text, each reset with no bindings.
+    /// One in use is taken out, so a nested query with the same text
+    /// prepares its own.
+    private var statements: [String: OpaquePointer] = [:]
+    private static let maximumCachedStatements = 64
     let path: String
 
     /// Opens (creating if needed, mode 0600) the database at `path`.
@@ -38,7 +43,10 @@ final class SQLiteDatabase: @unchecked Sendable {
         }
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
 
     /// Runs `sql` (one or more statements, no results).
     func execute(_ sql: String) throws {
@@ -56,12 +64,8 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// Runs a statement with `bindings`, calling `row` for each result row.
     func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
         try locked {
-            var statement: OpaquePointer?
-            let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-            guard prepared == SQLITE_OK, let statement else {
-                throw Self.error(prepared, String(cString: sqlite3_errmsg(handle)))
-            }
-            defer { sqlite3_finalize(statement) }
+            let statement = try statements.removeValue(forKey: sql) ?? prepare(sql)
+            defer { release(statement, sql) }
             for (i, value) in bindings.enumerated() {
                 let index = Int32(i + 1)
                 let rc: Int32
@@ -81,6 +85,28 @@ final class SQLiteDatabase: @unchecked Sendable {
                 guard rc == SQLITE_ROW else { throw Self.error(rc, String(cString: sqlite3_errmsg(handle))) }
                 try row(SQLRow(statement: statement))
             }
+        }
+    }
+
+    private func prepare(_ sql: String) throws -> OpaquePointer {
+        var statement: OpaquePointer?
+        let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
+        guard prepared == SQLITE_OK, let statement else {
+            sqlite3_finalize(statement)
+            throw Self.error(prepared, String(cString: sqlite3_errmsg(handle)))
+        }
+        return statement
+    }
+
+    /// Resets a statement after use (ending its read, dropping its bound
+    /// values) and keeps it for the next call.
+    private func release(_ statement: OpaquePointer, _ sql: String) {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+        if statements[sql] == nil, statements.count < Self.maximumCachedStatements {
+            statements[sql] = statement
+        } else {
+            sqlite3_finalize(statement)
         }
     }
 

@@ -145,6 +145,19 @@ extension Vault {
         }
     }
 
+    /// Every item's wraps, by item id, in one query (listing used to make
+    /// one query per item).
+    func allWraps() throws -> [Int64: [Wrap]] {
+        var out: [Int64: [Wrap]] = [:]
+        try db.query("SELECT item_id, alternative, class_keys, wrapped FROM wraps ORDER BY item_id, alternative") { row in
+            out[row.integer(0), default: []].append(
+                Wrap(alternative: Int(row.integer(1)),
+                     classKeyIDs: row.text(2).split(separator: "+").compactMap { Int64($0) },
+                     wrapped: row.blob(3)))
+        }
+        return out
+    }
+
     /// The item for (service, account), its attributes checked. A missing
     /// row whose lookup hash was altered is found by its attributes and
     /// reported as corrupted, not as missing.
@@ -191,7 +204,10 @@ extension Vault {
         guard wraps.count == attributes.access.alternatives.count else {
             throw VaultError.corrupted("the item \(attributes.service)/\(attributes.account) has \(wraps.count) wrapped keys for \(attributes.access.alternatives.count) ways in")
         }
-        let classKeys = try classKeys()
+        // Items wrapped only to the device key (access none) need no class
+        // key record: skip that query for them.
+        let needsClassKeys = wraps.contains { $0.classKeyIDs.contains { $0 != ClassKey.deviceID } }
+        let classKeys = needsClassKeys ? try classKeys() : [:]
         var closed = 0
         for wrap in wraps {
             var keys: [ClassKey] = []
@@ -303,14 +319,16 @@ extension Vault {
     public func list(service: String? = nil) throws -> [ListedItem] {
         let classKeys = try classKeys()
         let state = try currentDomainState()
+        let rows = try allRows()
+        let wrapsByItem = try allWraps()
         var out: [ListedItem] = []
-        for item in try allRows() {
+        for item in rows {
             guard let attributes = try? openMetadata(item) else {
                 if service == nil { out.append(ListedItem(attributes: nil, state: .corrupted)) }
                 continue
             }
             if let service, attributes.service != service { continue }
-            let open = try wraps(of: item).contains { Self.isOpen($0, classKeys, state) }
+            let open = (wrapsByItem[item.id] ?? []).contains { Self.isOpen($0, classKeys, state) }
             out.append(ListedItem(attributes: attributes, state: open ? .ok : .invalidated))
         }
         return out

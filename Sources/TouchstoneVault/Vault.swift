@@ -22,6 +22,10 @@ public final class Vault: @unchecked Sendable {
     let metadataKey: SecureBytes
     let lookupKey: SecureBytes
     let deviceKey: SecureBytes
+    /// The device class's X25519 key pair, derived from `deviceKey` once
+    /// here: each derivation is an X25519 scalar multiplication (tens of µs),
+    /// which every add and get of a `none` item used to pay.
+    let deviceKeyPair: (publicKey: [UInt8], secretKey: SecureBytes)
 
     public static let databaseName = "vault.sqlite"
     /// The largest secret an item holds (1 MiB).
@@ -41,6 +45,7 @@ public final class Vault: @unchecked Sendable {
         metadataKey = Crypto.subkey(root, "metadata")
         lookupKey = Crypto.subkey(root, "lookup")
         deviceKey = Crypto.subkey(root, "device-class")
+        deviceKeyPair = Crypto.keyPair(seed: deviceKey)
     }
 
     static func preparePrivateDirectory(_ url: URL) throws {

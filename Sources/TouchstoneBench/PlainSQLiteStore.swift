@@ -1,0 +1,83 @@
+/// The baseline: the same rows in a plain SQLite table with the vault's
+/// columns, journal mode (WAL) and synchronous setting (NORMAL). Each insert
+/// is its own transaction (BEGIN IMMEDIATE, INSERT, COMMIT), as each vault
+/// add is; selects look a row up by its lookup blob. Statements are
+/// prepared once and reused.
+final class PlainSQLiteStore {
+    private let connection: SQLiteConnection
+    private let begin: PreparedStatement
+    private let insert: PreparedStatement
+    private let commit: PreparedStatement
+    private let select: PreparedStatement
+    private let selectAll: PreparedStatement
+
+    /// Creates the table in a new database at `path`.
+    init(path: String) throws {
+        connection = try SQLiteConnection(path: path)
+        try connection.execute("PRAGMA journal_mode=WAL")
+        try connection.execute("PRAGMA synchronous=NORMAL")
+        try connection.execute("""
+            CREATE TABLE items (
+                id       INTEGER PRIMARY KEY,
+                lookup   BLOB NOT NULL UNIQUE,
+                metadata BLOB NOT NULL,
+                secret   BLOB NOT NULL
+            )
+            """)
+        begin = try connection.prepare("BEGIN IMMEDIATE")
+        insert = try connection.prepare("INSERT INTO items(lookup, metadata, secret) VALUES(?, ?, ?)")
+        commit = try connection.prepare("COMMIT")
+        select = try connection.prepare("SELECT metadata, secret FROM items WHERE lookup = ?")
+        selectAll = try connection.prepare("SELECT lookup, metadata, secret FROM items ORDER BY id")
+    }
+
+    deinit {
+        for statement in [begin, insert, commit, select, selectAll] { statement.finalize() }
+    }
+
+    /// The journal mode and synchronous level actually in force (checked,
+    /// not assumed).
+    func settings() throws -> (journal: String, synchronous: String) {
+        (try connection.text("PRAGMA journal_mode") ?? "?", try connection.text("PRAGMA synchronous") ?? "?")
+    }
+
+    /// Inserts one row in its own transaction.
+    func add(_ row: StoredRow) throws {
+        begin.reset()
+        _ = try begin.step()
+        do {
+            insert.reset()
+            try insert.bind(1, row.lookup)
+            try insert.bind(2, row.metadata)
+            try insert.bind(3, row.secret)
+            _ = try insert.step()
+            commit.reset()
+            _ = try commit.step()
+        } catch {
+            try? connection.execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// The metadata and secret columns of the row with `lookup` (nil if
+    /// there is none): the two blobs a vault get reads and opens.
+    func row(lookup: [UInt8]) throws -> (metadata: [UInt8], secret: [UInt8])? {
+        select.reset()
+        try select.bind(1, lookup)
+        guard try select.step() else { return nil }
+        let found = (metadata: select.blob(0), secret: select.blob(1))
+        select.reset()
+        return found
+    }
+
+    /// Every row, in insertion order.
+    func all() throws -> [StoredRow] {
+        selectAll.reset()
+        var rows: [StoredRow] = []
+        while try selectAll.step() {
+            rows.append(StoredRow(lookup: selectAll.blob(0), metadata: selectAll.blob(1), secret: selectAll.blob(2)))
+        }
+        selectAll.reset()
+        return rows
+    }
+}
