@@ -19,7 +19,7 @@ enum ClassKind: String {
 /// (no authentication needed to add an item) and whose secret half is
 /// sealed by the TPM under the class's policy.
 struct ClassKey {
-    /// The device class: id 0, derived from the root key (no row).
+    /// The device "class": id 0, the symmetric device wrap key (no row).
     static let deviceID: Int64 = 0
 
     let id: Int64
@@ -41,8 +41,6 @@ extension Vault {
         }
         return out
     }
-
-    var devicePublicKey: [UInt8] { deviceKeyPair.publicKey }
 
     /// The class key new items with `flag` are wrapped to.
     func activeClassKey(for flag: AccessFlag) throws -> ClassKey {
@@ -79,7 +77,7 @@ extension Vault {
 
     /// Unseals a class key's secret half with `proof`, or explains why not.
     func openClassKey(_ key: ClassKey, proof: VaultProof) throws -> SecureBytes {
-        if key.id == ClassKey.deviceID { return deviceKeyPair.secretKey }
+        precondition(key.id != ClassKey.deviceID, "the device wrap is symmetric: no class key to open")
         if let opened = proof.openedClassKeys[key.id] { return opened }
         guard let kind = key.kind else { throw VaultError.corrupted("unknown class key kind") }
         func unseal(_ bytes: [UInt8], _ branch: UnsealBranch) throws -> SecureBytes {

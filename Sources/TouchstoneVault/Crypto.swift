@@ -107,20 +107,6 @@ extension Crypto {
         return (pk, sk)
     }
 
-    /// The key pair whose secret key derives from `seed` (32 bytes).
-    static func keyPair(seed: SecureBytes) -> ([UInt8], SecureBytes) {
-        ensureSodium()
-        var pk = [UInt8](repeating: 0, count: publicKeySize)
-        let sk = SecureBytes(count: Int(crypto_box_SECRETKEYBYTES))
-        sk.withUnsafeMutableBytes { s in
-            seed.withUnsafeBytes { d in
-                _ = crypto_box_seed_keypair(&pk, s.baseAddress!.assumingMemoryBound(to: UInt8.self),
-                                            d.baseAddress!.assumingMemoryBound(to: UInt8.self))
-            }
-        }
-        return (pk, sk)
-    }
-
     /// The public key of a secret key.
     static func publicKey(of sk: SecureBytes) -> [UInt8] {
         var pk = [UInt8](repeating: 0, count: publicKeySize)

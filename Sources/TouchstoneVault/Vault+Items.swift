@@ -26,6 +26,10 @@ extension Vault {
 
     static let metadataAD = Array("touchstone/item-metadata/v1".utf8)
 
+    static func deviceWrapAD(lookup: [UInt8]) -> [UInt8] {
+        Array("touchstone/device-wrap/v1".utf8) + lookup
+    }
+
     struct Wrap {
         let alternative: Int
         let classKeyIDs: [Int64]
@@ -57,9 +61,12 @@ extension Vault {
         let itemKey = SecureBytes.random(count: Crypto.keySize)
         var wraps: [Wrap] = []
         for (n, alternative) in attributes.access.alternatives.enumerated() {
-            let keys: [(Int64, [UInt8])] = alternative.isEmpty
-                ? [(ClassKey.deviceID, devicePublicKey)]
-                : try alternative.map { let k = try activeClassKey(for: $0); return (k.id, k.publicKey) }
+            if alternative.isEmpty {
+                wraps.append(Wrap(alternative: n, classKeyIDs: [ClassKey.deviceID],
+                                  wrapped: Crypto.seal(itemKey, key: deviceKey, ad: Self.deviceWrapAD(lookup: lookup))))
+                continue
+            }
+            let keys: [(Int64, [UInt8])] = try alternative.map { let k = try activeClassKey(for: $0); return (k.id, k.publicKey) }
             var box = itemKey.withUnsafeBytes { Array($0) }
             for (_, publicKey) in keys {
                 let inner = box
@@ -210,13 +217,16 @@ extension Vault {
         let classKeys = needsClassKeys ? try classKeys() : [:]
         var closed = 0
         for wrap in wraps {
-            var keys: [ClassKey] = []
-            for id in wrap.classKeyIDs {
-                if id == ClassKey.deviceID {
-                    keys.append(ClassKey(id: 0, kind: nil, epoch: nil, publicKey: devicePublicKey, sealed: [], previous: nil))
-                } else if let key = classKeys[id] {
-                    keys.append(key)
+            if wrap.classKeyIDs == [ClassKey.deviceID] {
+                guard let itemKey = Crypto.open(wrap.wrapped, key: deviceKey, ad: Self.deviceWrapAD(lookup: item.lookup)),
+                      itemKey.count == Crypto.keySize else {
+                    throw VaultError.corrupted("a wrapped key of \(attributes.service)/\(attributes.account) does not open")
                 }
+                return itemKey
+            }
+            var keys: [ClassKey] = []
+            for id in wrap.classKeyIDs where id != ClassKey.deviceID {
+                if let key = classKeys[id] { keys.append(key) }
             }
             guard keys.count == wrap.classKeyIDs.count, !keys.isEmpty else { closed += 1; continue }  // removed with the passcode
             let needsPasscode = keys.contains { $0.kind == .passcode }

@@ -7,7 +7,7 @@ import TouchstoneTPM
 ///
 /// Key hierarchy:
 /// - root key R: sealed device-bound (this TPM only); gives the metadata
-///   key, the lookup key and the device class key;
+///   key, the lookup key and the device wrap key (access `none`);
 /// - class keys: one per access class, sealed by the TPM under the policy of
 ///   that class (passcode; biometry-any = enrolment state or passcode;
 ///   biometry-current-set = the enrolment state at seal time, one per state);
@@ -21,11 +21,10 @@ public final class Vault: @unchecked Sendable {
     let db: SQLiteDatabase
     let metadataKey: SecureBytes
     let lookupKey: SecureBytes
+    /// Wraps item keys of access `none`. It is in memory whenever the vault
+    /// is open, so a public-key box would protect nothing more: those items
+    /// are wrapped with XChaCha20-Poly1305 under it.
     let deviceKey: SecureBytes
-    /// The device class's X25519 key pair, derived from `deviceKey` once
-    /// here: each derivation is an X25519 scalar multiplication (tens of µs),
-    /// which every add and get of a `none` item used to pay.
-    let deviceKeyPair: (publicKey: [UInt8], secretKey: SecureBytes)
 
     public static let databaseName = "vault.sqlite"
     /// The largest secret an item holds (1 MiB).
@@ -44,8 +43,7 @@ public final class Vault: @unchecked Sendable {
         let root = try Self.rootKey(db, tpm)
         metadataKey = Crypto.subkey(root, "metadata")
         lookupKey = Crypto.subkey(root, "lookup")
-        deviceKey = Crypto.subkey(root, "device-class")
-        deviceKeyPair = Crypto.keyPair(seed: deviceKey)
+        deviceKey = Crypto.subkey(root, "device-wrap")
     }
 
     static func preparePrivateDirectory(_ url: URL) throws {

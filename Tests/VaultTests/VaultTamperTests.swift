@@ -58,6 +58,27 @@ struct VaultTamperTests {
         try expectOthersOpen(vault, rig)
     }
 
+    @Test("a flipped byte of the wrapped key of an access-none item: corrupted, the others open")
+    func flippedDeviceWrap() throws {
+        let rig = try VaultRig()
+        for account in ["before", "victim", "after"] {
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "n", account: account, access: .none))
+        }
+        let db = try rig.database()
+        let id = try #require(try db.rows("SELECT id FROM items", []) { $0.integer(0) }.sorted().dropFirst().first)
+        try Self.flip(db, table: "wraps", column: "wrapped", where: "item_id = ?", id)
+        let vault = try rig.reopen()
+        do {
+            _ = try vault.secret(service: "n", account: "victim", proof: .none)
+            Issue.record("a damaged wrapped key opened")
+        } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+        for account in ["before", "after"] {
+            #expect(string(try vault.secret(service: "n", account: account, proof: .none)) == account)
+        }
+    }
+
     @Test("a flipped byte of a lookup hash: that item is corrupted (get and list), the others open")
     func flippedLookup() throws {
         let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "lookup", where: "id = ?", $1) }
