@@ -168,8 +168,13 @@ public final class AuthenticationContext: @unchecked Sendable {
                     && !(try device.enrolledFingers().isEmpty)
             } catch let error as VaultError { throw AuthenticationError(error) }
             if biometryUsable || !access.allowsPasscode {
-                if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, interaction) {
-                    return VaultProof(biometricMatch: true)
+                do {
+                    if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, interaction) {
+                        return VaultProof(biometricMatch: true)
+                    }
+                } catch AuthenticationError.biometryNotAvailable where access.allowsPasscode {
+                    // No usable reader (none, busy): the passcode remains,
+                    // as deviceOwnerAuthentication falls back on iOS.
                 }
             }
         }
@@ -190,6 +195,9 @@ public final class AuthenticationContext: @unchecked Sendable {
         } catch let error as VaultError { throw AuthenticationError(error) }
         let enrollment: FingerprintEnrollment
         do { enrollment = try await device.fingerprint() } catch let error as FingerprintError { throw AuthenticationError(error) }
+        // No TPM connection held while a person decides: swtpm serves one
+        // client at a time, and every other process would wait behind us.
+        device.tpm.disconnect()
         let timeout = touchTimeout
         enum Outcome: Sendable { case matched, noMatch, fallback }
         let outcome: Outcome

@@ -62,6 +62,14 @@ public final class TPM: @unchecked Sendable {
         }
     }
 
+    /// Closes the connection now; the next call reconnects. Call it before
+    /// waiting for a person: swtpm serves one client at a time, so a
+    /// connection held during a touch would block every other process.
+    public func disconnect() {
+        lock.lock(); defer { lock.unlock() }
+        dropConnection()
+    }
+
     private func dropConnection() {
         closedCommandCount += connection?.commandCount ?? 0
         connection = nil
