@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure"]),
 
         // MARK: Tests (one test bundle; one folder per module under test)
