@@ -64,7 +64,7 @@ extension Session {
             throw CLIFailure.cancelled
         } catch {
             if Task.isCancelled { throw CLIFailure.cancelled }
-            throw CLIFailure(.noReader, "no touchstone process opened the simulated reader within \(wait.components.seconds) s (\(simulator.readerSocket))",
+            throw CLIFailure(.noReader, "no touchstone process opened the simulated reader within \(wait) (\(simulator.readerSocket))",
                              hint: "run a command that waits for a touch with --sim first, e.g. touchstone --sim verify")
         }
     }
