@@ -21,24 +21,43 @@ enum LineReader {
     /// The next line from `fd` (without its `\n` or `\r\n`), at most
     /// `limit` bytes.
     static func readLine(from fd: Int32, limit: Int = 4096) async -> Outcome {
-        var pipeFDs: [Int32] = [-1, -1]
-        guard pipe(&pipeFDs) == 0 else { return .failed("pipe: \(String(cString: strerror(errno)))") }
-        let (cancelRead, cancelWrite) = (pipeFDs[0], pipeFDs[1])
-        for fd in pipeFDs { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-        defer {
-            close(cancelRead)
-            close(cancelWrite)
-        }
+        guard let cancel = CancelPipe() else { return .failed("pipe: \(String(cString: strerror(errno)))") }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
                 let thread = Thread {
-                    continuation.resume(returning: blockingRead(fd, cancel: cancelRead, limit: limit))
+                    continuation.resume(returning: blockingRead(fd, cancel: cancel.readEnd, limit: limit))
                 }
                 thread.start()
             }
         } onCancel: {
+            cancel.signal()
+        }
+    }
+
+    /// The pipe that cancellation writes to. Closed only when both the
+    /// reading thread and the cancellation handler are done with it, so a
+    /// late cancel never writes to a descriptor number reused since.
+    private final class CancelPipe: @unchecked Sendable {
+        // @unchecked Sendable: the descriptors never change; write(2) is
+        // safe from any thread.
+        let readEnd: Int32
+        let writeEnd: Int32
+
+        init?() {
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else { return nil }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            (readEnd, writeEnd) = (fds[0], fds[1])
+        }
+
+        func signal() {
             var byte: UInt8 = 1
-            _ = write(cancelWrite, &byte, 1)
+            _ = write(writeEnd, &byte, 1)
+        }
+
+        deinit {
+            close(readEnd)
+            close(writeEnd)
         }
     }
 
