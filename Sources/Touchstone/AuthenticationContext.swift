@@ -195,9 +195,6 @@ public final class AuthenticationContext: @unchecked Sendable {
         } catch let error as VaultError { throw AuthenticationError(error) }
         let enrollment: FingerprintEnrollment
         do { enrollment = try await device.fingerprint() } catch let error as FingerprintError { throw AuthenticationError(error) }
-        // No TPM connection held while a person decides: swtpm serves one
-        // client at a time, and every other process would wait behind us.
-        device.tpm.disconnect()
         let timeout = touchTimeout
         enum Outcome: Sendable { case matched, noMatch, fallback }
         let outcome: Outcome

@@ -160,7 +160,6 @@ public final class TouchstoneDevice: @unchecked Sendable {
            !(try store.fingers(user: configuration.user, reader: recorded)).isEmpty {
             throw VaultError.invalidInput("fingers are enrolled on another reader (\(recorded)); unenroll them first")
         }
-        tpm.disconnect()  // not held during the touches (swtpm serves one client at a time)
         try await enrollment.enroll(finger, timeout: timeout, events: events)
         try vault.setSetting("reader", enrollment.reader.identity.description)
         try recordEnrolmentChange(enrollment, auth)

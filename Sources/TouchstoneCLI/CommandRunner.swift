@@ -14,8 +14,9 @@ enum CommandRunner {
     static let gracePeriod: DispatchTimeInterval = .seconds(5)
 
     static func run(_ command: Command, _ options: GlobalOptions) async -> Int32 {
+        let signals = SignalCancellation()  // before anything can wait
         let task = Task.detached { await execute(command, options) }
-        let signals = SignalCancellation { task.cancel() }
+        signals.onSignal { task.cancel() }
         let code = await task.value
         return signals.wasSignalled ? ExitCode.cancelled.rawValue : code
     }
@@ -62,31 +63,44 @@ enum CommandRunner {
 /// exits 3 at once (the terminal's echo restored): SQLite's transactions
 /// keep the state whole either way.
 final class SignalCancellation: @unchecked Sendable {
-    // @unchecked Sendable: `signalled` is guarded by `lock`; the sources
-    // are only set in init.
+    // @unchecked Sendable: `signalled` and `cancel` are guarded by `lock`;
+    // `sources` is only set in init.
     private let lock = NSLock()
     private var signalled = false
+    private var cancel: (@Sendable () -> Void)?
     private var sources: [any DispatchSourceSignal] = []
 
-    init(cancel: @escaping @Sendable () -> Void) {
+    init() {
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { [self] in
-                let again = lock.withLock { () -> Bool in
-                    defer { signalled = true }
-                    return signalled
-                }
-                if again { Self.exitNow() }
-                cancel()
-                DispatchQueue.global().asyncAfter(deadline: .now() + CommandRunner.gracePeriod) { Self.exitNow() }
-            }
+            source.setEventHandler { [self] in received() }
             source.resume()
             sources.append(source)
         }
     }
 
+    /// What a signal does: `cancel` runs on the first signal, or at once if
+    /// one already came.
+    func onSignal(_ cancel: @escaping @Sendable () -> Void) {
+        let already = lock.withLock { () -> Bool in
+            self.cancel = cancel
+            return signalled
+        }
+        if already { cancel() }
+    }
+
     var wasSignalled: Bool { lock.withLock { signalled } }
+
+    private func received() {
+        let (again, cancel) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
+            defer { signalled = true }
+            return (signalled, self.cancel)
+        }
+        if again { Self.exitNow() }
+        cancel?()
+        DispatchQueue.global().asyncAfter(deadline: .now() + CommandRunner.gracePeriod) { Self.exitNow() }
+    }
 
     private static func exitNow() {
         Terminal.restoreEcho()

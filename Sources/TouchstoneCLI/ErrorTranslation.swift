@@ -110,7 +110,7 @@ struct ErrorTranslation {
         switch error {
         case .busy:
             if simulatedReader {
-                return CLIFailure(.noReader, "the simulated reader is busy: another touchstone process has it open",
+                return CLIFailure(.noReader, "the simulated reader is busy: another touchstone process has it open (or 'sim error busy' was injected)",
                                   hint: "wait for that command to finish, or cancel it")
             }
             return CLIFailure(.noReader, "the fingerprint reader is busy: fprintd may be holding it",

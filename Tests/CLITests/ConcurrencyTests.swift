@@ -40,3 +40,31 @@ struct ConcurrencyTests {
         #expect(list.stdoutText.components(separatedBy: #""state":"ok""#).count - 1 == 3)
     }
 }
+
+/// Several processes writing at once: each add lands once, a duplicate is
+/// refused once, and the store lists them all.
+@Suite("touchstone: concurrent writers (subprocess)", .serialized)
+struct ConcurrentWriterTests {
+    @Test("five concurrent adds, two of them for the same item: four stored, one exit 9, nothing corrupted")
+    func concurrentAdds() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.run(["--sim", "list"]).code == 0)  // the vault exists before the race
+        let accounts = ["a", "b", "c", "same", "same"]
+        let running = try accounts.enumerated().map { n, account in
+            try sandbox.start(["--sim", "add", "s", account, "--access", "none"], stdin: Array("value-\(n)".utf8))
+        }
+        let codes = running.map { $0.wait().code }
+        #expect(codes.prefix(3).allSatisfy { $0 == 0 })
+        #expect(codes.suffix(2).sorted() == [0, 9])
+        let list = sandbox.run(["--sim", "list", "--json"])
+        let items = try #require(try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [[String: Any]])
+        #expect(Set(items.compactMap { $0["account"] as? String }) == ["a", "b", "c", "same"])
+        #expect(items.allSatisfy { $0["state"] as? String == "ok" })
+        for account in ["a", "b", "c"] {
+            let n = accounts.firstIndex(of: account)!
+            #expect(sandbox.run(["--sim", "get", "s", account]).stdoutText == "value-\(n)")
+        }
+        #expect(["value-3", "value-4"].contains(sandbox.run(["--sim", "get", "s", "same"]).stdoutText))
+    }
+}

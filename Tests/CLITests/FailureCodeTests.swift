@@ -101,7 +101,6 @@ struct FailureCodeTests {
             // Fewer tries than the simulator's 10, to keep the test short.
             let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
             try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryTime: 600, lockoutRecovery: 600)
-            tpm.disconnect()
         }
         let change = ["--sim", "passcode", "change", "--passcode-fd", "0"]
         let wrong = CLISandbox.line("wrong") + CLISandbox.line("new")
