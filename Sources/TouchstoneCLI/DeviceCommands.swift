@@ -57,30 +57,36 @@ extension Session {
             backend = LibfprintReader(virtualReaders: .init(device: simulator.readerSocket))
         case .automatic, .id: backend = LibfprintReader()
         }
-        defer { Task { await backend.close() } }
+        await Self.describe(into: &status, backend, options.reader, simulator)
+        await backend.close()
+        return status
+    }
+
+    /// Fills in which reader `selection` finds and whether it is free.
+    private static func describe(into status: inout StatusReport.Reader, _ backend: LibfprintReader,
+                                 _ selection: TouchstoneCommandLine.ReaderSelection, _ simulator: SimulatorLayout) async {
         do {
             let readers = try await backend.readers()
             let chosen: ReaderInfo?
-            switch options.reader {
+            switch selection {
             case .simulator: chosen = readers.first { $0.driver == "virtual_device" }
             case .automatic: chosen = readers.first
             case .id(let id): chosen = readers.first { $0.identity.description == id || $0.deviceID == id }
             }
             guard let reader = chosen else {
-                status.reason = readers.isEmpty ? "no fingerprint reader found" : "no reader \(options.reader.description)"
-                return status
+                status.reason = readers.isEmpty ? "no fingerprint reader found" : "no reader \(selection.description)"
+                return
             }
             status.id = reader.identity.description
             status.name = reader.name
-            if options.reader == .simulator, Self.isClaimed(simulator.readerSocket) {
+            if selection == .simulator, isClaimed(simulator.readerSocket) {
                 status.reason = "busy: another touchstone process has it open"
-                return status
+                return
             }
             status.available = true
         } catch {
             status.reason = "\(error)"
         }
-        return status
     }
 
     /// Whether another process holds the simulated reader's claim.
