@@ -42,6 +42,12 @@ struct FailureCodeTests {
         #expect(!result.stderr.contains("error"))
         #expect(result.stdout.isEmpty)
 
+        // An update cancelled while waiting for its touch changes nothing.
+        let updating = try sandbox.start(["--sim", "update", "s", "a"], stdin: Array("replaced".utf8))
+        #expect(updating.waitForStderr("touch the reader"))
+        updating.signal(signalNumber)
+        #expect(updating.wait().code == 3)
+
         // The reader was released and nothing was half-written.
         let next = sandbox.withTouch("alice", ["--sim", "get", "s", "a"])
         #expect(next.code == 0, "\(next.stderr)")

@@ -18,6 +18,8 @@ struct JourneyTests {
         #expect(early.stderr.contains("touchstone: error: no passcode is set"))
         #expect(early.stderr.contains("hint: touchstone passcode set"))
         #expect(sandbox.run(["--sim", "verify"]).code == 7)
+        // An item that needs authentication cannot be stored without one.
+        #expect(sandbox.run(["--sim", "add", "web", "early"], stdin: Array("x".utf8)).code == 7)
 
         #expect(sandbox.setPasscode().code == 0)
         let again = sandbox.run(["--sim", "passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line("other"))
