@@ -30,6 +30,15 @@ struct SimulatorCommandTests {
         #expect(sandbox.run(["--sim", "list"]).code == 0)
     }
 
+    @Test("touchstone demo, the backend walk-through, still runs on its private swtpm")
+    func backendDemo() throws {
+        let sandbox = try CLISandbox(startSimulator: false)
+        defer { sandbox.close() }
+        let result = sandbox.run(["demo"])
+        #expect(result.code == 0, "\(result.stderr)")
+        #expect(result.stdoutText.contains("Done: every step behaved as designed."))
+    }
+
     @Test("a state directory too deep for the simulator's sockets is refused with the limit")
     func tooDeep() throws {
         let sandbox = try CLISandbox(startSimulator: false)
