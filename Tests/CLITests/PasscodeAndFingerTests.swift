@@ -40,6 +40,22 @@ struct PasscodeAndFingerTests {
         #expect(sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "0"], stdin: CLISandbox.line(new)).code == 7)
     }
 
+    @Test("with two fingers enrolled on the simulated reader, a touch of either opens a biometry-any item; a stranger's does not")
+    func eitherFinger() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+        #expect(sandbox.enroll("left-thumb", as: "carol").code == 0)  // first in name order
+        #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "biometry-any"], stdin: Array("both".utf8)).code == 0)
+        for id in ["alice", "carol"] {
+            let result = sandbox.withTouch(id, ["--sim", "get", "s", "a"])
+            #expect(result.code == 0, "\(id): \(result.stderr)")
+            #expect(result.stdoutText == "both")
+        }
+        #expect(sandbox.withTouch("mallory", ["--sim", "get", "s", "a"]).code == 2)
+    }
+
     @Test("a poor scan shows the reader's retry hint on stderr; the command keeps waiting and then succeeds")
     func retryHint() throws {
         let sandbox = try CLISandbox()
