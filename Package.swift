@@ -40,7 +40,7 @@ let package = Package(
         .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "CSQLite"]),
 
         // MARK: Tests (one test bundle; one folder per module under test)
@@ -52,6 +52,8 @@ let package = Package(
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
         .testTarget(name: "CommandLineTests", dependencies: ["TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
+        // End-to-end: the built touchstone binary as a subprocess, on the simulator.
+        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

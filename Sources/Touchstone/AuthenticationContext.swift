@@ -167,8 +167,13 @@ public final class AuthenticationContext: @unchecked Sendable {
                     && !(try device.enrolledFingers().isEmpty)
             } catch let error as VaultError { throw AuthenticationError(error) }
             if biometryUsable || !access.allowsPasscode {
-                if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, interaction) {
-                    return VaultProof(biometricMatch: true)
+                do {
+                    if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, interaction) {
+                        return VaultProof(biometricMatch: true)
+                    }
+                } catch AuthenticationError.biometryNotAvailable where access.allowsPasscode {
+                    // No usable reader (none, busy): the passcode remains,
+                    // as deviceOwnerAuthentication falls back on iOS.
                 }
             }
         }

@@ -16,6 +16,7 @@ public final class TouchstoneDevice: @unchecked Sendable {
     let store: FileEnrollmentStore
     private let lock = NSLock()
     private var reader: (backend: LibfprintReader, enrollment: FingerprintEnrollment)?
+    private var readerClaim: VirtualReaderClaim?
 
     /// Opens the TPM and the vault (creating the state on first use). The
     /// reader is opened only when a touch is needed.
@@ -43,11 +44,12 @@ public final class TouchstoneDevice: @unchecked Sendable {
 
     /// Releases the reader (so fprintd or another program can have it).
     public func close() async {
-        let open = lock.withLock { () -> LibfprintReader? in
-            defer { reader = nil }
-            return reader?.backend
+        let (open, claim) = lock.withLock { () -> (LibfprintReader?, VirtualReaderClaim?) in
+            defer { reader = nil; readerClaim = nil }
+            return (reader?.backend, readerClaim)
         }
         await open?.close()
+        claim?.release()
     }
 
     // MARK: - Reader
@@ -56,11 +58,21 @@ public final class TouchstoneDevice: @unchecked Sendable {
     func fingerprint() async throws -> FingerprintEnrollment {
         if let open = lock.withLock({ reader }) { return open.enrollment }
         let backend: LibfprintReader
+        var claim: VirtualReaderClaim?
         switch configuration.reader {
-        case .virtual(let socket): backend = LibfprintReader(virtualReaders: .init(device: socket))
+        case .virtual(let socket):
+            // libfprint's virtual reader takes its socket over from any
+            // process that has it open: claim it first, as a USB reader
+            // is claimed, and report busy when another process holds it.
+            claim = try VirtualReaderClaim(socket: socket)
+            backend = LibfprintReader(virtualReaders: .init(device: socket))
         case .auto, .id: backend = LibfprintReader()
         }
-        let readers = try await backend.readers()
+        let readers: [ReaderInfo]
+        do { readers = try await backend.readers() } catch {
+            claim?.release()
+            throw error
+        }
         let chosen: ReaderInfo?
         switch configuration.reader {
         case .virtual: chosen = readers.first { $0.driver == "virtual_device" }
@@ -69,16 +81,21 @@ public final class TouchstoneDevice: @unchecked Sendable {
         }
         guard let info = chosen else {
             await backend.close()
+            claim?.release()
             throw FingerprintError.notAvailable(reason: readers.isEmpty ? "no fingerprint reader found" : "reader not found")
         }
         do {
             try await backend.open(info.identity)
         } catch {
             await backend.close()
+            claim?.release()
             throw error
         }
         let enrollment = FingerprintEnrollment(backend: backend, store: store, user: configuration.user, reader: info)
-        lock.withLock { reader = (backend, enrollment) }
+        lock.withLock {
+            reader = (backend, enrollment)
+            readerClaim = claim
+        }
         return enrollment
     }
 

@@ -1,27 +1,24 @@
-// The touchstone command: TouchstoneCommandLine parses the command line
-// (../shared/cli-contract.md); only `demo` runs so far, the other commands
-// are wired to the Keychain later.
+// The touchstone command (../shared/cli-contract.md): TouchstoneCommandLine
+// parses; CommandRunner runs the command against the Touchstone library.
 import Foundation
 import TouchstoneCommandLine
 
-/// Writes one line to stderr.
-func printError(_ line: String) {
-    FileHandle.standardError.write(Data((line + "\n").utf8))
-}
+// Files and sockets this process (and the swtpm it starts) creates are
+// private to the user: directories 0700, files 0600.
+umask(0o077)
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 switch CommandLineParser.parse(arguments: arguments, environment: ProcessInfo.processInfo.environment) {
 case .help(let text):
-    print(text)
+    Output.result(text)
 case .version(let version):
-    print(version)
+    Output.result(version)
 case .usageError(let message, let usage):
-    printError("touchstone: error: \(message)")
-    printError("usage: \(usage)")
+    Output.error(message)
+    Output.progress("usage: \(usage)")
     exit(ExitCode.usage.rawValue)
 case .run(.demo, _):
     exit(await BackendDemo.run())
-case .run(let command, _):
-    printError("touchstone: error: '\(command.name)' is not implemented yet")
-    exit(ExitCode.failure.rawValue)
+case .run(let command, let options):
+    exit(await CommandRunner.run(command, options))
 }

@@ -65,7 +65,8 @@ public final class FingerprintEnrollment: Sendable {
 
     /// Waits for a touch of any enrolled finger and returns which one matched,
     /// or `nil`. Readers that identify check all fingers at once; others
-    /// check the first readable finger, as fprintd does. Unreadable records
+    /// verify against the first readable finger and compare the scan with
+    /// the rest (see `LibfprintReader.verifyAny`). Unreadable records
     /// are skipped while at least one finger is readable.
     public func verifyAny(timeout: Duration = FingerprintTimeout.touch,
                           events: @escaping ScanEventHandler = { _ in }) async throws -> Finger? {
@@ -75,14 +76,14 @@ public final class FingerprintEnrollment: Sendable {
             do { prints.append(try store.load(finger, user: user, reader: reader.identity)) }
             catch { firstFailure = firstFailure ?? error }
         }
-        guard let first = prints.first else {
+        guard !prints.isEmpty else {
             throw firstFailure ?? FingerprintError.nothingEnrolled
         }
         if reader.canIdentify {
             return try await backend.identify(among: prints, on: reader.identity,
                                               timeout: timeout, events: events)?.finger
         }
-        return try await backend.verify(first, timeout: timeout, events: events) ? first.finger : nil
+        return try await backend.verifyAny(among: prints, timeout: timeout, events: events)?.finger
     }
 
     /// The current domain state, or `nil` if the enrolled set never changed.

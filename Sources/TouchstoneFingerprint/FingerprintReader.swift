@@ -24,6 +24,12 @@ public protocol FingerprintReader: Sendable {
     func verify(_ print: EnrolledPrint, timeout: Duration,
                 events: @escaping ScanEventHandler) async throws -> Bool
 
+    /// On a reader that cannot identify: waits for a touch and returns the
+    /// print among `prints` it matches, or nil. The default checks the
+    /// first print only, as fprintd does on such readers.
+    func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
+                   events: @escaping ScanEventHandler) async throws -> EnrolledPrint?
+
     /// Waits for a touch and finds it among `prints` (all from `reader`):
     /// the matching print, or `nil` when none matches. Needs a reader that
     /// can identify (`ReaderInfo.canIdentify`).
@@ -76,5 +82,13 @@ extension FingerprintReader {
     /// `deleteDevicePrint` with the default timeout.
     public func deleteDevicePrint(_ print: DevicePrint) async throws {
         try await deleteDevicePrint(print, timeout: FingerprintTimeout.storage)
+    }
+}
+
+extension FingerprintReader {
+    public func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
+                          events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
+        guard let first = prints.first else { return nil }
+        return try await verify(first, timeout: timeout, events: events) ? first : nil
     }
 }

@@ -38,43 +38,58 @@ enum FprintRequests {
                          FprintCallback.trampoline, callback.retainedPointer)
     }
 
-    static func verify(_ enrolled: EnrolledPrint, on device: UnsafeMutablePointer<FpDevice>,
-                       operation: FprintOperation) {
-        let print: OpaquePointer
+    /// Verifies a touch against `enrolled`. With `others` (even empty), the
+    /// outcome is `.identified(index)` instead of `.match`: 0 for
+    /// `enrolled`, n for `others[n - 1]` when the scanned print equals it
+    /// exactly (see `LibfprintReader.verifyAny`), nil for no match.
+    static func verify(_ enrolled: EnrolledPrint, alsoComparing others: [EnrolledPrint]? = nil,
+                       on device: UnsafeMutablePointer<FpDevice>, operation: FprintOperation) {
+        var loaded: [OpaquePointer] = []
         do {
-            print = try loadPrint(enrolled.data, finger: enrolled.finger, reader: enrolled.reader, for: device)
+            for print in [enrolled] + (others ?? []) {
+                loaded.append(try loadPrint(print.data, finger: print.finger, reader: print.reader, for: device))
+            }
         } catch {
+            for print in loaded { g_object_unref(UnsafeMutableRawPointer(print)) }
             operation.fail(error)
             return
         }
-        verifyOnce(print, on: device, operation: operation)
+        verifyOnce(loaded[0], others: Array(loaded.dropFirst()), reportsIndex: others != nil,
+                   on: device, operation: operation)
     }
 
     /// One verify attempt; a retry prompt reports the hint and starts the
     /// next attempt (libfprint ends a verify on a retry, as fprintd knows).
-    /// Consumes the reference to `print`.
-    private static func verifyOnce(_ print: OpaquePointer, on device: UnsafeMutablePointer<FpDevice>,
-                                   operation: FprintOperation) {
+    /// Consumes the references to `print` and `others`.
+    private static func verifyOnce(_ print: OpaquePointer, others: [OpaquePointer], reportsIndex: Bool,
+                                   on device: UnsafeMutablePointer<FpDevice>, operation: FprintOperation) {
+        func release() {
+            for held in [print] + others { g_object_unref(UnsafeMutableRawPointer(held)) }
+        }
         let callback = FprintCallback { result in
             var error: UnsafeMutablePointer<GError>?
             var match: gboolean = 0
             var scanned: OpaquePointer?
             let ok = fp_device_verify_finish(device, result, &match, &scanned, &error)
-            if let scanned { g_object_unref(UnsafeMutableRawPointer(scanned)) }
+            defer { if let scanned { g_object_unref(UnsafeMutableRawPointer(scanned)) } }
             if ok != 0 {
-                g_object_unref(UnsafeMutableRawPointer(print))
-                operation.succeed(.match(match != 0))
+                var index: Int? = match != 0 ? 0 : nil
+                if index == nil, let scanned {
+                    index = others.firstIndex { fp_print_equal(scanned, $0) != 0 }.map { $0 + 1 }
+                }
+                release()
+                operation.succeed(reportsIndex ? .identified(index) : .match(match != 0))
                 return
             }
             let failure = GLibError.take(&error)!
             if let hint = failure.retryHint, !operation.isCancelled {
                 operation.emit(.retry(hint))
-                verifyOnce(print, on: device, operation: operation)
+                verifyOnce(print, others: others, reportsIndex: reportsIndex, on: device, operation: operation)
                 return
             }
-            g_object_unref(UnsafeMutableRawPointer(print))
+            release()
             if failure.isNotFound {
-                operation.succeed(.match(false))
+                operation.succeed(reportsIndex ? .identified(nil) : .match(false))
                 return
             }
             operation.fail(failure, device: device)

@@ -89,6 +89,25 @@ public final class LibfprintReader: FingerprintReader {
         return matched
     }
 
+    /// For readers that cannot identify: verifies the touch against the
+    /// first print, and compares the print libfprint scanned with the other
+    /// prints for exact equality. libfprint's virtual reader scans a
+    /// finger id, so any enrolled finger matches; a real reader's scan never
+    /// equals a stored print byte for byte, so there only the first print
+    /// can match, as with fprintd on such readers.
+    public func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
+                          events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
+        guard let first = prints.first else { return nil }
+        if let stranger = prints.first(where: { $0.reader != first.reader }) {
+            throw FingerprintError.wrongReader(expected: first.reader, actual: stranger.reader)
+        }
+        let outcome = try await run(on: first.reader, timeout: timeout, events: events) { operation, device in
+            FprintRequests.verify(first, alsoComparing: Array(prints.dropFirst()), on: device, operation: operation)
+        }
+        guard case .identified(let index) = outcome else { preconditionFailure("verify produced \(outcome)") }
+        return index.map { prints[$0] }
+    }
+
     public func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity, timeout: Duration,
                          events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
         if let stranger = prints.first(where: { $0.reader != reader }) {

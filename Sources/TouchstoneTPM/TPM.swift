@@ -29,6 +29,7 @@ public final class TPM: @unchecked Sendable {
 
     private let lock = NSLock()
     private var connection: TCTIConnection?
+    private let operationLock: SwtpmOperationLock?
     private var closedCommandCount = 0
     private var srk: (handle: ESYS_TR, name: [UInt8])?
     var nvHandles: [UInt32: ESYS_TR] = [:]  // guarded by `lock`
@@ -38,6 +39,7 @@ public final class TPM: @unchecked Sendable {
     public init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil) throws {
         self.tcti = tcti
         self.expectedSRKName = expectedSRKName
+        operationLock = SwtpmOperationLock(tcti: tcti)
         connection = try TCTIConnection(tcti: tcti)
     }
 
@@ -49,8 +51,13 @@ public final class TPM: @unchecked Sendable {
 
     /// Runs `body` with a live ESYS context, connecting first if needed.
     /// A transport failure drops the connection so the next call reconnects.
+    /// For a swtpm, every process takes `SwtpmOperationLock` around each
+    /// operation: swtpm has no resource manager, so two processes' loaded
+    /// objects would otherwise fill its three slots (TPM_RC_OBJECT_MEMORY).
     func withContext<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
         lock.lock(); defer { lock.unlock() }
+        let turn = try operationLock?.acquire()
+        defer { turn.map { operationLock?.release($0) } }
         if connection == nil {
             connection = try TCTIConnection(tcti: tcti)
         }

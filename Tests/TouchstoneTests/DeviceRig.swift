@@ -42,18 +42,21 @@ final class DeviceRig: @unchecked Sendable {
     }
 
     /// Enrols `finger` with five touches of simulated finger `id`.
+    /// The enrolment's own error wins over the touches' (a failed
+    /// enrolment never opens the socket they wait for).
     func enroll(_ finger: Finger, as id: String) async throws {
         let device = self.device
-        let enrolling = Task { try await device.enroll(finger, passcode: bytes(thePasscode), timeout: .seconds(30)) }
+        let socket = self.socket
+        let enrolling = Task { try await device.enroll(finger, passcode: bytes(thePasscode), timeout: .seconds(60)) }
+        let touching = Task { for _ in 0..<5 { try await socket.send("SCAN \(id)", wait: .seconds(60)) } }
         do {
-            for _ in 0..<5 { try await socket.send("SCAN \(id)", wait: .seconds(30)) }
-        } catch {
-            // The reader never listened: the enrolment's own error says why.
-            enrolling.cancel()
             try await enrolling.value
+        } catch {
+            // The enrolment's own error says why (not the touches' timeout).
+            touching.cancel()
             throw error
         }
-        try await enrolling.value
+        try await touching.value
     }
 
     func unenroll(_ finger: Finger) async throws {

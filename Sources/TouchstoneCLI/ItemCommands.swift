@@ -1,0 +1,107 @@
+import Foundation
+import Touchstone
+import TouchstoneCommandLine
+import TouchstoneVault
+
+/// add, get, update, delete, list: the Keychain from the command line.
+extension Session {
+    func add(service: String, account: String, access spec: AccessSpec, label: String?, comment: String?) throws {
+        let access: AccessControl
+        do { access = try AccessControl(spec: spec.description) } catch {
+            throw CLIFailure(.usage, "invalid --access \(spec.description): \(error)")
+        }
+        let secret = try SecretInput.readStandardInput()
+        let device = try openDevice()
+        try translating {
+            try device.keychain.add(secret, service: service, account: account, label: label, comment: comment, access: access)
+        }
+    }
+
+    func get(service: String, account: String, reason: String?) async throws {
+        let device = try openDevice()
+        let context = makeContext(device)
+        let secret = try await translatingAsync {
+            try await device.keychain.get(service: service, account: account, context: context,
+                                          reason: reason ?? "touchstone get: read the secret of \(service) / \(account)")
+        }
+        try Task.checkCancellation()  // a signal just now: write nothing
+        guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {
+            throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    func update(service: String, account: String) async throws {
+        let secret = try SecretInput.readStandardInput()
+        let device = try openDevice()
+        let context = makeContext(device)
+        try await translatingAsync {
+            try await device.keychain.update(secret, service: service, account: account, context: context,
+                                             reason: "touchstone update: replace the secret of \(service) / \(account)")
+        }
+    }
+
+    func delete(service: String, account: String) throws {
+        let device = try openDevice()
+        try translating { try device.keychain.delete(service: service, account: account) }
+    }
+
+    func list(service: String?) throws {
+        let device = try openDevice()
+        let items = try translating { try device.keychain.items(service: service) }
+        let entries = items.map(ListEntry.init)
+        if options.json {
+            try Output.json(entries)
+            return
+        }
+        for entry in entries { Output.result(entry.line) }
+        if entries.contains(where: { $0.state == "corrupted" }) {
+            Output.progress("touchstone: some records are corrupted; 'touchstone delete' removes them")
+        }
+    }
+}
+
+/// One item as `list` shows it: metadata only, never the secret.
+struct ListEntry: Encodable {
+    var service: String?
+    var account: String?
+    var label: String?
+    var comment: String?
+    var access: String?
+    var created: String?
+    var modified: String?
+    /// `ok`, `invalidated`, or `corrupted` (a record that no longer
+    /// decrypts: its other fields are null).
+    var state: String
+
+    init(_ item: ListedItem) {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        service = item.attributes?.service
+        account = item.attributes?.account
+        label = item.attributes?.label
+        comment = item.attributes?.comment
+        access = item.attributes?.access.description
+        created = item.attributes.map { formatter.string(from: $0.created) }
+        modified = item.attributes.map { formatter.string(from: $0.modified) }
+        state = item.state.rawValue
+    }
+
+    enum CodingKeys: String, CodingKey { case service, account, label, comment, access, created, modified, state }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(service, forKey: .service)
+        try container.encode(account, forKey: .account)
+        try container.encode(label, forKey: .label)
+        try container.encode(comment, forKey: .comment)
+        try container.encode(access, forKey: .access)
+        try container.encode(created, forKey: .created)
+        try container.encode(modified, forKey: .modified)
+        try container.encode(state, forKey: .state)
+    }
+
+    /// Tab-separated: service, account, access, state, modified, label.
+    var line: String {
+        [service ?? "?", account ?? "?", access ?? "?", state, modified ?? "?", label ?? ""].joined(separator: "\t")
+    }
+}

@@ -1,0 +1,101 @@
+import Foundation
+import Touchstone
+
+/// Reads one line from a descriptor on a dedicated thread, so that the
+/// async caller can be cancelled (Ctrl-C) while it waits: the thread polls
+/// the descriptor and a private pipe that cancellation writes to. Never
+/// blocks a Swift concurrency thread.
+///
+/// Reads one byte at a time, so nothing after the newline is consumed: the
+/// next line stays for the next passcode asked on the same descriptor.
+enum LineReader {
+    /// How a read ended.
+    enum Outcome: @unchecked Sendable {
+        // @unchecked Sendable: the SecureBytes is handed over, not shared.
+        case line(SecureBytes)
+        case endOfInput
+        case cancelled
+        case failed(String)
+    }
+
+    /// The next line from `fd` (without its `\n` or `\r\n`), at most
+    /// `limit` bytes.
+    static func readLine(from fd: Int32, limit: Int = 4096) async -> Outcome {
+        guard let cancel = CancelPipe() else { return .failed("pipe: \(String(cString: strerror(errno)))") }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+                let thread = Thread {
+                    continuation.resume(returning: blockingRead(fd, cancel: cancel.readEnd, limit: limit))
+                }
+                thread.start()
+            }
+        } onCancel: {
+            cancel.signal()
+        }
+    }
+
+    /// The pipe that cancellation writes to. Closed only when both the
+    /// reading thread and the cancellation handler are done with it, so a
+    /// late cancel never writes to a descriptor number reused since.
+    private final class CancelPipe: @unchecked Sendable {
+        // @unchecked Sendable: the descriptors never change; write(2) is
+        // safe from any thread.
+        let readEnd: Int32
+        let writeEnd: Int32
+
+        init?() {
+            var fds: [Int32] = [-1, -1]
+            guard pipe(&fds) == 0 else { return nil }
+            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
+            (readEnd, writeEnd) = (fds[0], fds[1])
+        }
+
+        func signal() {
+            var byte: UInt8 = 1
+            _ = write(writeEnd, &byte, 1)
+        }
+
+        deinit {
+            close(readEnd)
+            close(writeEnd)
+        }
+    }
+
+    /// The loop the thread runs.
+    private static func blockingRead(_ fd: Int32, cancel: Int32, limit: Int) -> Outcome {
+        let buffer = SecureBytes(count: limit)
+        var count = 0
+        while true {
+            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: cancel, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                return .failed("poll: \(String(cString: strerror(errno)))")
+            }
+            if fds[1].revents != 0 { return .cancelled }
+            guard fds[0].revents != 0 else { continue }
+            var byte: UInt8 = 0
+            let n = read(fd, &byte, 1)
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                return .failed(String(cString: strerror(errno)))
+            }
+            if n == 0 {
+                return count == 0 ? .endOfInput : .line(prefix(buffer, count))
+            }
+            if byte == 0x0a {
+                if count > 0, buffer.withUnsafeBytes({ $0[count - 1] }) == 0x0d { count -= 1 }
+                return .line(prefix(buffer, count))
+            }
+            guard count < limit else { return .failed("the line is longer than \(limit) bytes") }
+            buffer.withUnsafeMutableBytes { $0[count] = byte }
+            byte = 0
+            count += 1
+        }
+    }
+
+    private static func prefix(_ buffer: SecureBytes, _ count: Int) -> SecureBytes {
+        buffer.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+    }
+}

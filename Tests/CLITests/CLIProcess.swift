@@ -1,0 +1,133 @@
+import Foundation
+import Glibc
+import TestRigs
+
+/// The built `touchstone` binary run as a subprocess: stdin from bytes,
+/// stdout and stderr captured in files, optionally a passcode descriptor 3.
+/// Spawned with posix_spawn in a new session (no controlling terminal, so a
+/// developer's terminal is never read), waited for by polling, never by
+/// blocking a Swift concurrency thread on work of this process.
+struct CLIResult {
+    let code: Int32
+    let stdout: [UInt8]
+    let stderr: String
+
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+/// A touchstone process started in the background.
+final class RunningCLI {
+    let pid: pid_t
+    let stdoutPath: String
+    let stderrPath: String
+    private(set) var status: Int32?
+
+    init(pid: pid_t, stdoutPath: String, stderrPath: String) {
+        self.pid = pid
+        self.stdoutPath = stdoutPath
+        self.stderrPath = stderrPath
+    }
+
+    /// Its stderr so far.
+    var stderrSoFar: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
+
+    /// Waits until its stderr contains `text` (true) or `timeout` passes or
+    /// it exits (false).
+    func waitForStderr(_ text: String, timeout: TimeInterval = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if stderrSoFar.contains(text) { return true }
+            if poll() != nil { return stderrSoFar.contains(text) }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// The exit status if it has exited (reaping it once).
+    @discardableResult
+    func poll() -> Int32? {
+        if let status { return status }
+        var raw: Int32 = 0
+        let rc = waitpid(pid, &raw, WNOHANG)
+        guard rc == pid else { return nil }
+        status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        return status
+    }
+
+    /// Waits for the exit (killing it after `timeout`, reported as 137).
+    func wait(timeout: TimeInterval = 120) -> CLIResult {
+        let deadline = Date().addingTimeInterval(timeout)
+        while poll() == nil {
+            if Date() > deadline {
+                kill(pid, SIGKILL)
+                while poll() == nil { usleep(10_000) }
+                break
+            }
+            usleep(20_000)
+        }
+        let out = (try? Data(contentsOf: URL(fileURLWithPath: stdoutPath))).map { [UInt8]($0) } ?? []
+        return CLIResult(code: status ?? -1, stdout: out, stderr: stderrSoFar)
+    }
+
+    func signal(_ number: Int32) { kill(pid, number) }
+}
+
+/// Spawns the binary.
+enum CLIProcess {
+    /// The `touchstone` executable next to the test bundle (the same build
+    /// products folder); `swift build` makes it.
+    static let binary: String = {
+        let bundleDirectory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var candidates = [bundleDirectory.appendingPathComponent("touchstone").path]
+        // The test binary may sit inside the .xctest bundle.
+        candidates.append(bundleDirectory.deletingLastPathComponent().appendingPathComponent("touchstone").path)
+        candidates.append(bundleDirectory.deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("touchstone").path)
+        return candidates.first { FileManager.default.isExecutableFile(atPath: $0) } ?? candidates[0]
+    }()
+
+    private static let counter = NSLock()
+    nonisolated(unsafe) private static var serial = 0
+
+    /// Starts `touchstone arguments` with `stdin` as its standard input,
+    /// `fd3` (if given) readable on descriptor 3, and `environment`.
+    static func start(_ arguments: [String], stdin: [UInt8] = [], fd3: [UInt8]? = nil,
+                      environment: [String: String], scratch: String) throws -> RunningCLI {
+        let n = counter.withLock { serial += 1; return serial }
+        let base = "\(scratch)/run\(n)"
+        let stdinPath = base + ".in", stdoutPath = base + ".out", stderrPath = base + ".err"
+        try Data(stdin).write(to: URL(fileURLWithPath: stdinPath))
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, stdinPath, O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        if let fd3 {
+            let fd3Path = base + ".fd3"
+            try Data(fd3).write(to: URL(fileURLWithPath: fd3Path))
+            posix_spawn_file_actions_addopen(&actions, 3, fd3Path, O_RDONLY, 0)
+        }
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for number in [SIGTERM, SIGINT, SIGPIPE, SIGCHLD] { sigaddset(&defaults, number) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        // A new session: no controlling terminal, as in CI.
+        let setsid: Int32 = 0x80  // POSIX_SPAWN_SETSID (glibc)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setsid))
+        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+        var pid: pid_t = 0
+        let rc = posix_spawn(&pid, binary, &actions, &attributes, argv, envp)
+        guard rc == 0 else { throw RigFailure("cannot run \(binary): \(String(cString: strerror(rc))) (build it first: swift build)") }
+        return RunningCLI(pid: pid, stdoutPath: stdoutPath, stderrPath: stderrPath)
+    }
+}
