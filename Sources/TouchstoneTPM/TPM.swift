@@ -25,7 +25,11 @@ public final class TPM: @unchecked Sendable {
     /// When set, the SRK found at `srkHandle` must have this name, or every
     /// operation fails with `.storageKeyMismatch` (the state was made with
     /// another TPM, or the SRK was replaced).
-    public let expectedSRKName: [UInt8]?
+    public var expectedSRKName: [UInt8]? {
+        lock.lock(); defer { lock.unlock() }
+        return pinnedSRKName
+    }
+    private var pinnedSRKName: [UInt8]?
 
     private let lock = NSLock()
     private var connection: TCTIConnection?
@@ -38,7 +42,7 @@ public final class TPM: @unchecked Sendable {
     /// through to anything listening on localhost:2321).
     public init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil) throws {
         self.tcti = tcti
-        self.expectedSRKName = expectedSRKName
+        pinnedSRKName = expectedSRKName
         operationLock = SwtpmOperationLock(tcti: tcti)
         connection = try TCTIConnection(tcti: tcti)
     }
@@ -47,6 +51,18 @@ public final class TPM: @unchecked Sendable {
     public var commandCount: Int {
         lock.lock(); defer { lock.unlock() }
         return closedCommandCount + (connection?.commandCount ?? 0)
+    }
+
+    /// Pins the SRK by name (a state folder's record of it): from now on the
+    /// key at `srkHandle` must have this name, and its shape is not read
+    /// again (one TPM command less per connection). A key already found
+    /// with another name is refused at once.
+    public func pinStorageKey(name: [UInt8]) throws {
+        lock.lock(); defer { lock.unlock() }
+        if let srk, srk.name != name {
+            throw TPMError.storageKeyMismatch(detail: "the key at 0x81000001 is not the one this state was made with (another TPM, or the TPM was cleared)")
+        }
+        pinnedSRKName = name
     }
 
     /// Runs `body` with a live ESYS context, connecting first if needed.
@@ -119,8 +135,8 @@ public final class TPM: @unchecked Sendable {
         let rc = ResponseCode(Esys_TR_FromTPMPublic(ctx, Self.srkHandle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &handle))
         if rc.isSuccess {
             let name = try self.name(of: handle, ctx)
-            if let expectedSRKName {
-                guard name == expectedSRKName else {
+            if let pinnedSRKName {
+                guard name == pinnedSRKName else {
                     throw TPMError.storageKeyMismatch(detail: "the key at 0x81000001 is not the one this state was made with (another TPM, or the TPM was cleared)")
                 }
             } else {
@@ -133,7 +149,7 @@ public final class TPM: @unchecked Sendable {
             try check(rc.raw, .connect, ctx)
             throw TPMError.other(code: rc.raw, text: rc.text)
         }
-        if expectedSRKName != nil {
+        if pinnedSRKName != nil {
             throw TPMError.storageKeyMismatch(detail: "no storage key at 0x81000001 (another TPM, or the TPM was cleared)")
         }
         let created = try createPersistentSRK(ctx)

@@ -94,13 +94,20 @@ public final class Vault: @unchecked Sendable {
     /// The root key: unsealed from its device-bound blob, or made on first
     /// use (and the SRK's name pinned with it).
     static func rootKey(_ db: SQLiteDatabase, _ tpm: TPM) throws -> SecureBytes {
-        let srkName: [UInt8]
-        do { srkName = try tpm.storageKeyName() } catch let error as TPMError { throw VaultError.tpm(error) }
         let stored = try db.rows("SELECT key, value FROM meta WHERE key IN ('root', 'srk_name')", []) {
             ($0.text(0), $0.blob(1))
         }
         let root = stored.first { $0.0 == "root" }?.1
         let pinned = stored.first { $0.0 == "srk_name" }?.1
+        let srkName: [UInt8]
+        do {
+            if let pinned, root != nil { try tpm.pinStorageKey(name: pinned) }
+            srkName = try tpm.storageKeyName()
+        } catch TPMError.storageKeyMismatch {
+            throw VaultError.otherTPM
+        } catch let error as TPMError {
+            throw VaultError.tpm(error)
+        }
         if let root {
             if let pinned, pinned != srkName { throw VaultError.otherTPM }
             let blob: SealedBlob
