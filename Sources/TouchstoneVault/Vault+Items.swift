@@ -115,18 +115,37 @@ extension Vault {
         guard let json = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD) else {
             throw VaultError.corrupted("an item's attributes do not decrypt")
         }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        let attributes: ItemAttributes
-        do {
-            attributes = try json.withUnsafeBytes { try decoder.decode(ItemAttributes.self, from: Data($0)) }
-        } catch {
-            throw VaultError.corrupted("an item's attributes do not parse")
-        }
+        let attributes = try json.withUnsafeBytes { try Self.decodeAttributes($0) }
         guard lookupHash(service: attributes.service, account: attributes.account) == item.lookup else {
             throw VaultError.corrupted("the item \(attributes.service)/\(attributes.account) does not match its lookup hash")
         }
         return attributes
+    }
+
+    /// The attributes from their decrypted JSON. Any malformed input is
+    /// `corrupted`, never a trap (fuzzed: fuzz/ItemRecord.swift).
+    static func decodeAttributes(_ json: UnsafeRawBufferPointer) throws -> ItemAttributes {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .secondsSince1970
+        do {
+            return try decoder.decode(ItemAttributes.self, from: Data(json))
+        } catch {
+            throw VaultError.corrupted("an item's attributes do not parse")
+        }
+    }
+
+    /// The class key ids of a wraps row ("3", "3+5", "0"); nil for anything
+    /// else (fuzzed: fuzz/ItemRecord.swift).
+    static func parseClassKeyIDs(_ text: String) -> [Int64]? {
+        let parts = text.split(separator: "+", omittingEmptySubsequences: false)
+        guard !parts.isEmpty, parts.count <= AccessFlag.allCases.count else { return nil }
+        var ids: [Int64] = []
+        for part in parts {
+            guard !part.isEmpty, part.count <= 19, part.allSatisfy({ $0.isASCII && $0.isNumber }),
+                  let id = Int64(part), id >= 0 else { return nil }
+            ids.append(id)
+        }
+        return ids
     }
 
     // MARK: - Read
@@ -146,9 +165,10 @@ extension Vault {
     func wraps(of item: StoredItem) throws -> [Wrap] {
         try db.rows("SELECT alternative, class_keys, wrapped FROM wraps WHERE item_id = ? ORDER BY alternative",
                     [.integer(item.id)]) { row in
-            Wrap(alternative: Int(row.integer(0)),
-                 classKeyIDs: row.text(1).split(separator: "+").compactMap { Int64($0) },
-                 wrapped: row.blob(2))
+            guard let ids = Self.parseClassKeyIDs(row.text(1)) else {
+                throw VaultError.corrupted("a wrapped key names no valid class key")
+            }
+            return Wrap(alternative: Int(row.integer(0)), classKeyIDs: ids, wrapped: row.blob(2))
         }
     }
 
@@ -158,8 +178,10 @@ extension Vault {
         var out: [Int64: [Wrap]] = [:]
         try db.query("SELECT item_id, alternative, class_keys, wrapped FROM wraps ORDER BY item_id, alternative") { row in
             out[row.integer(0), default: []].append(
+                // A damaged id list names class key -1, which never exists:
+                // that way in counts as closed.
                 Wrap(alternative: Int(row.integer(1)),
-                     classKeyIDs: row.text(2).split(separator: "+").compactMap { Int64($0) },
+                     classKeyIDs: Self.parseClassKeyIDs(row.text(2)) ?? [-1],
                      wrapped: row.blob(3)))
         }
         return out
@@ -179,9 +201,7 @@ extension Vault {
         }
         for item in try allRows() {
             guard let json = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD) else { continue }
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .secondsSince1970
-            if let a = try? json.withUnsafeBytes({ try decoder.decode(ItemAttributes.self, from: Data($0)) }),
+            if let a = try? json.withUnsafeBytes({ try Self.decodeAttributes($0) }),
                a.service == service, a.account == account {
                 throw VaultError.corrupted("the lookup hash of \(service)/\(account) was altered")
             }

@@ -1,4 +1,3 @@
-import TouchstoneFingerprint
 import TouchstoneTPM
 
 /// What went wrong in the vault.

@@ -194,3 +194,42 @@ struct VaultTamperTests {
         }
     }
 }
+
+@Suite("Record decoders (also fuzzed: scripts/fuzz)")
+struct RecordDecoderTests {
+    @Test("wrap class key id lists: valid forms parse, anything else is refused", arguments: [
+        ("0", [Int64(0)]), ("3", [3]), ("3+5", [3, 5]), ("12+7+9", [12, 7, 9]),
+    ])
+    func validIDs(_ text: String, _ ids: [Int64]) {
+        #expect(Vault.parseClassKeyIDs(text) == ids)
+    }
+
+    @Test("junk id lists are refused", arguments: ["", "+", "3+", "+3", "x", "3+x", "-1", "3 +5", "１", "99999999999999999999", "1+2+3+4"])
+    func junkIDs(_ text: String) {
+        #expect(Vault.parseClassKeyIDs(text) == nil)
+    }
+
+    @Test("attributes that are not the vault's JSON are corrupted, not a crash")
+    func junkAttributes() {
+        for junk in ["", "{}", "[]", "null", "{\"service\":1}", String(repeating: "[", count: 10_000)] {
+            #expect(throws: VaultError.self) { try Array(junk.utf8).withUnsafeBytes { try Vault.decodeAttributes($0) } }
+        }
+    }
+
+    @Test("a wrap whose class key ids were altered: the item is corrupted, the others open")
+    func alteredWrapIDs() throws {
+        let rig = try VaultRig()
+        for account in ["a", "b"] {
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "s", account: account, access: .devicePasscode))
+        }
+        try rig.database().query("UPDATE wraps SET class_keys = 'x' WHERE item_id = (SELECT min(id) FROM items)")
+        let vault = try rig.reopen()
+        do {
+            _ = try vault.secret(service: "s", account: "a", proof: passcode)
+            Issue.record("opened an item with altered wraps")
+        } catch let e as VaultError {
+            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        }
+        #expect(string(try vault.secret(service: "s", account: "b", proof: passcode)) == "b")
+    }
+}
