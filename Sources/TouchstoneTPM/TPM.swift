@@ -78,10 +78,41 @@ public final class TPM: @unchecked Sendable {
             connection = try TCTIConnection(tcti: tcti)
         }
         do {
-            return try body(connection!.esys)
+            do {
+                return try body(connection!.esys)
+            } catch TPMError.outOfMemory where operationLock != nil {
+                // A swtpm has no resource manager: a process killed in the
+                // middle of an operation leaves its loaded objects and
+                // sessions behind, and they fill the TPM's few slots. We
+                // hold the operation lock, so nothing loaded now belongs to
+                // a live operation: flush it all and try once more.
+                flushOrphans(connection!.esys)
+                return try body(connection!.esys)
+            }
         } catch let error as TPMError {
             if case .unreachable = error { dropConnection() }
             throw error
+        }
+    }
+
+    /// Flushes every transient object and loaded session on the TPM. Only
+    /// for a swtpm, under the operation lock (see `withContext`).
+    private func flushOrphans(_ ctx: OpaquePointer) {
+        for first: UInt32 in [0x8000_0000, 0x0200_0000] {  // TPM2_TRANSIENT_FIRST, TPM2_LOADED_SESSION_FIRST
+            var more: TPMI_YES_NO = 0
+            var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
+            guard Esys_GetCapability(ctx, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CAP_HANDLES,
+                                     first, 64, &more, &data) == ts_RC_SUCCESS, let data else { continue }
+            defer { Esys_Free(data) }
+            let list = data.pointee.data.handles
+            let handles = withUnsafeBytes(of: list.handle) { Array($0.bindMemory(to: TPM2_HANDLE.self).prefix(Int(list.count))) }
+            // Loaded sessions come back as 0x02 (HMAC) or 0x03 (policy) handles.
+            for handle in handles where handle >> 24 == first >> 24 || (first == 0x0200_0000 && handle >> 24 == 0x03) {
+                var tr: ESYS_TR = ESYS_TR_NONE
+                if Esys_TR_FromTPMPublic(ctx, handle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &tr) == ts_RC_SUCCESS {
+                    _ = Esys_FlushContext(ctx, tr)
+                }
+            }
         }
     }
 

@@ -3,6 +3,7 @@ import Testing
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
+import CTSS2
 
 @Suite("Bad blobs, other TPMs, a TPM that goes away, leaks")
 struct RobustnessTests {
@@ -146,6 +147,35 @@ struct RobustnessTests {
                 #expect(throws: TPMError.wrongPasscode) { try tpm.unseal(blob, via: .passcode(wrongPasscode)) }
             }
             #expect(try tpm.unseal(blob, via: .biometric) == key)
+        }
+    }
+}
+
+@Suite("A process killed in the middle of an operation on the simulator")
+struct OrphanTests {
+    @Test("sessions and objects left on a swtpm by a dead client are flushed, and the next unseal succeeds")
+    func orphansFlushed() throws {
+        try withSwtpm { rig, tpm in
+            let blob = try tpm.seal(randomKey(), policy: .passcodeOnly, passcode: rightPasscode)
+            // Another "process": a connection that starts sessions and never
+            // flushes them, then goes away, as a killed touchstone would.
+            do {
+                let dead = try TCTIConnection(tcti: rig.swtpm.tcti)
+                var sym = TPMT_SYM_DEF()
+                sym.algorithm = ts_ALG_NULL
+                var started = 0
+                while started < 64 {
+                    var session: ESYS_TR = ESYS_TR_NONE
+                    let rc = Esys_StartAuthSession(dead.esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+                                                   ESYS_TR_NONE, nil, ts_SE_HMAC, &sym, ts_ALG_SHA256, &session)
+                    if rc != ts_RC_SUCCESS { break }
+                    started += 1
+                }
+                #expect(started >= 1, "the dead client could not start any session")
+            }
+            // The slots are full of orphans; the unseal flushes them and succeeds.
+            #expect(try tpm.unseal(blob, via: .passcode(rightPasscode)).count == 32)
+            #expect(try tpm.unseal(blob, via: .passcode(rightPasscode)).count == 32)
         }
     }
 }
