@@ -41,7 +41,9 @@ struct BenchOptions {
         }
     }
 
-    private static func count(_ option: String, _ value: String?, minimum: Int) throws -> Int {
+    /// A whole-number option value from `minimum` to 1,000,000 (shared by
+    /// every suite's options).
+    static func count(_ option: String, _ value: String?, minimum: Int) throws -> Int {
         guard let value, let n = Int(value), n >= minimum, n <= 1_000_000 else {
             throw BenchError.usage("\(option) needs a whole number from \(minimum) to 1000000")
         }

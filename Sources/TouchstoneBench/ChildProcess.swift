@@ -1,5 +1,6 @@
 import Foundation
 import TouchstoneSecure
+import TouchstoneTPM
 
 /// Runs a program with posix_spawn and collects its stdout and stderr.
 ///
@@ -28,36 +29,17 @@ enum ChildProcess {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, out.write, 1)
         posix_spawn_file_actions_adddup2(&actions, err.write, 2)
-        // The child starts with no signal blocked.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
-
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            for p in argv { free(p) }
-            for p in envp { free(p) }
-        }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        let spawned = Result { try ChildSpawn.start(executable, arguments, actions: &actions, environment: environment) }
         // The parent's copies of the write ends must go, or EOF never comes.
         close(out.write)
         close(err.write)
-        guard rc == 0 else { throw BenchError.setup("cannot run \(executable): \(String(cString: strerror(rc)))") }
+        let pid: pid_t
+        do { pid = try spawned.get() } catch { throw BenchError.setup("\(error)") }
         // Outputs are small (a key, a digest, a warning): reading one pipe to
         // its end before the other cannot fill the other's buffer.
         let stdout = readAll(out.read)
         let stderr = readAll(err.read)
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED / WEXITSTATUS are macros: decode by hand.
-        let code = status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-        return Outcome(status: code, stdout: stdout, stderr: stderr)
+        return Outcome(status: ChildSpawn.waitForExit(pid), stdout: stdout, stderr: stderr)
     }
 
     /// A pipe whose ends close on exec (only the dup2'd copies reach the child).

@@ -35,19 +35,12 @@ struct VaultBenchOptions {
                     throw BenchError.usage("--sizes needs whole numbers from 1 to 1000000, joined by commas")
                 }
                 sizes = parsed.compactMap { $0 }
-            case "--tpm-sample": tpmSample = try Self.count(argument, rest.popFirst(), minimum: 1)
-            case "--block": block = try Self.count(argument, rest.popFirst(), minimum: 1)
+            case "--tpm-sample": tpmSample = try BenchOptions.count(argument, rest.popFirst(), minimum: 1)
+            case "--block": block = try BenchOptions.count(argument, rest.popFirst(), minimum: 1)
             case "--json": json = true
             case "-h", "--help": throw BenchError.usage(nil)
             default: throw BenchError.usage("unknown argument '\(argument)'")
             }
         }
-    }
-
-    private static func count(_ option: String, _ value: String?, minimum: Int) throws -> Int {
-        guard let value, let n = Int(value), n >= minimum, n <= 1_000_000 else {
-            throw BenchError.usage("\(option) needs a whole number from \(minimum) to 1000000")
-        }
-        return n
     }
 }

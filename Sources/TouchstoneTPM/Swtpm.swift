@@ -181,36 +181,11 @@ public struct Swtpm: Sendable {
             posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         }
-        markDescriptorsCloseOnExec()
-        // The child must start with no signal blocked and default handlers:
-        // the calling thread may be a Dispatch worker that blocks them all,
-        // and a daemon inheriting that mask would ignore SIGTERM.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         // glibc's posix_spawn_file_actions_addchdir_np does not import:
         // coreutils' env changes the directory instead.
-        let (program, list) = directory.map { ("/usr/bin/env", ["/usr/bin/env", "-C", $0, executable] + arguments) }
-            ?? (executable, [executable] + arguments)
-        let argv = list.map { strdup($0) } + [nil]
-        defer { for p in argv { free(p) } }
-        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-        defer { envp?.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = envp.map { e in e.withUnsafeBufferPointer { posix_spawn(&pid, program, &actions, &attributes, argv, $0.baseAddress) } }
-            ?? posix_spawn(&pid, program, &actions, &attributes, argv, environ)
-        guard rc == 0 else { throw Failure.didNotStart("cannot run \(executable): \(String(cString: strerror(rc)))") }
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        // WIFEXITED / WEXITSTATUS are macros: decode by hand.
-        return status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+        let (program, list) = directory.map { ("/usr/bin/env", ["-C", $0, executable] + arguments) }
+            ?? (executable, arguments)
+        let pid = try ChildSpawn.start(program, list, actions: &actions, environment: environment)
+        return ChildSpawn.waitForExit(pid)
     }
 }

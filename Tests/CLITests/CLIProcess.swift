@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TestRigs
+import TouchstoneTPM
 
 /// The built `touchstone` binary run as a subprocess: stdin from bytes,
 /// stdout and stderr captured in files, optionally a passcode descriptor 3.
@@ -50,7 +51,7 @@ final class RunningCLI {
         var raw: Int32 = 0
         let rc = waitpid(pid, &raw, WNOHANG)
         guard rc == pid else { return nil }
-        status = raw & 0x7f == 0 ? (raw >> 8) & 0xff : 128 + (raw & 0x7f)
+        status = ChildSpawn.exitStatus(raw)
         return status
     }
 
@@ -108,26 +109,13 @@ enum CLIProcess {
             try Data(fd3).write(to: URL(fileURLWithPath: fd3Path))
             posix_spawn_file_actions_addopen(&actions, 3, fd3Path, O_RDONLY, 0)
         }
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for number in [SIGTERM, SIGINT, SIGPIPE, SIGCHLD] { sigaddset(&defaults, number) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
         // A new session: no controlling terminal, as in CI.
-        let setsid: Int32 = 0x80  // POSIX_SPAWN_SETSID (glibc)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setsid))
-        let argv = ([binary] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { envp.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = posix_spawn(&pid, binary, &actions, &attributes, argv, envp)
-        guard rc == 0 else { throw RigFailure("cannot run \(binary): \(String(cString: strerror(rc))) (build it first: swift build)") }
+        let pid: pid_t
+        do {
+            pid = try ChildSpawn.start(binary, arguments, actions: &actions, environment: environment, newSession: true)
+        } catch {
+            throw RigFailure("\(error) (build it first: swift build)")
+        }
         return RunningCLI(pid: pid, stdoutPath: stdoutPath, stderrPath: stderrPath)
     }
 }
