@@ -125,13 +125,15 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// on any error.
     func transaction<R>(_ body: () throws -> R) throws -> R {
         try locked {
-            try execute("BEGIN IMMEDIATE")
+            // Through the statement cache: sqlite3_exec would parse these
+            // on every transaction.
+            try query("BEGIN IMMEDIATE")
             do {
                 let result = try body()
-                try execute("COMMIT")
+                try query("COMMIT")
                 return result
             } catch {
-                try? execute("ROLLBACK")
+                try? query("ROLLBACK")
                 throw error
             }
         }

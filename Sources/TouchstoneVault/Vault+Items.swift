@@ -41,6 +41,9 @@ extension Vault {
         let lookup: [UInt8]
         let metadata: [UInt8]
         let secret: [UInt8]
+        /// The item's wraps when they were read with it (one query per get:
+        /// `row(lookup:)`); nil when they were not.
+        var joinedWraps: Result<[Wrap], VaultError>? = nil
     }
 
     // MARK: - Add
@@ -56,7 +59,7 @@ extension Vault {
             guard try enrolmentIndex() != nil else { throw VaultError.passcodeNotSet }
         }
         let lookup = lookupHash(service: attributes.service, account: attributes.account)
-        if try row(lookup: lookup) != nil { throw VaultError.duplicateItem }
+        if try exists(lookup: lookup) { throw VaultError.duplicateItem }
 
         let itemKey = SecureBytes.random(count: Crypto.keySize)
         var wraps: [Wrap] = []
@@ -79,7 +82,7 @@ extension Vault {
         let secretBox = Crypto.seal(secret, key: itemKey, ad: Self.secretAD(lookup: lookup, access: attributes.access))
         let metadataBox = try sealMetadata(attributes)
         try db.transaction {
-            if try row(lookup: lookup) != nil { throw VaultError.duplicateItem }
+            if try exists(lookup: lookup) { throw VaultError.duplicateItem }
             try db.query("INSERT INTO items(lookup, metadata, secret) VALUES(?, ?, ?)",
                          [.blob(lookup), .blob(metadataBox), .blob(secretBox)])
             let id = db.lastInsertRowID
@@ -104,31 +107,37 @@ extension Vault {
     }
 
     func sealMetadata(_ attributes: ItemAttributes) throws -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .secondsSince1970
-        var json = [UInt8](try encoder.encode(attributes))
-        defer { secureWipe(&json) }
-        return Crypto.seal(json, key: metadataKey, ad: Self.metadataAD)
+        var plain = AttributeCodec.encode(attributes)
+        defer { secureWipe(&plain) }
+        return Crypto.seal(plain, key: metadataKey, ad: Self.metadataAD)
     }
 
     func openMetadata(_ item: StoredItem) throws -> ItemAttributes {
-        guard let json = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD) else {
+        guard let plain = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD) else {
             throw VaultError.corrupted("an item's attributes do not decrypt")
         }
-        let attributes = try json.withUnsafeBytes { try Self.decodeAttributes($0) }
+        let attributes = try plain.withUnsafeBytes { try Self.decodeAttributes($0) }
         guard lookupHash(service: attributes.service, account: attributes.account) == item.lookup else {
             throw VaultError.corrupted("the item \(attributes.service)/\(attributes.account) does not match its lookup hash")
         }
         return attributes
     }
 
-    /// The attributes from their decrypted JSON. Any malformed input is
-    /// `corrupted`, never a trap (fuzzed: fuzz/ItemRecord.swift).
-    static func decodeAttributes(_ json: UnsafeRawBufferPointer) throws -> ItemAttributes {
+    /// The attributes from their decrypted record: the binary encoding
+    /// (AttributeCodec), or JSON as the first release wrote it. Any
+    /// malformed input is `corrupted`, never a trap (fuzzed:
+    /// fuzz/ItemRecord.swift).
+    static func decodeAttributes(_ plain: UnsafeRawBufferPointer) throws -> ItemAttributes {
+        if plain.first == AttributeCodec.format {
+            guard let attributes = AttributeCodec.decode(plain) else {
+                throw VaultError.corrupted("an item's attributes do not parse")
+            }
+            return attributes
+        }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
         do {
-            return try decoder.decode(ItemAttributes.self, from: Data(json))
+            return try decoder.decode(ItemAttributes.self, from: Data(plain))
         } catch {
             throw VaultError.corrupted("an item's attributes do not parse")
         }
@@ -150,11 +159,32 @@ extension Vault {
 
     // MARK: - Read
 
-    func row(lookup: [UInt8]) throws -> StoredItem? {
-        try db.rows("SELECT id, lookup, metadata, secret FROM items WHERE lookup = ?", [.blob(lookup)]) {
-            StoredItem(id: $0.integer(0), lookup: $0.blob(1), metadata: $0.blob(2), secret: $0.blob(3))
-        }.first
+    func exists(lookup: [UInt8]) throws -> Bool {
+        try !db.rows("SELECT 1 FROM items WHERE lookup = ?", [.blob(lookup)]) { _ in true }.isEmpty
     }
+
+    /// The item stored under `lookup`, with its wraps, in one query.
+    func row(lookup: [UInt8]) throws -> StoredItem? {
+        var item: StoredItem?
+        var wraps: [Wrap] = []
+        var damaged = false
+        try db.query("""
+            SELECT items.id, items.lookup, items.metadata, items.secret, wraps.alternative, wraps.class_keys, wraps.wrapped
+            FROM items LEFT JOIN wraps ON wraps.item_id = items.id
+            WHERE items.lookup = ? ORDER BY wraps.alternative
+            """, [.blob(lookup)]) { row in
+            if item == nil {
+                item = StoredItem(id: row.integer(0), lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3))
+            }
+            guard !row.isNull(4) else { return }  // no wraps at all
+            guard let ids = Self.parseClassKeyIDs(row.text(5)) else { damaged = true; return }
+            wraps.append(Wrap(alternative: Int(row.integer(4)), classKeyIDs: ids, wrapped: row.blob(6)))
+        }
+        item?.joinedWraps = damaged ? .failure(Self.damagedWrap) : .success(wraps)
+        return item
+    }
+
+    static let damagedWrap = VaultError.corrupted("a wrapped key names no valid class key")
 
     func allRows() throws -> [StoredItem] {
         try db.rows("SELECT id, lookup, metadata, secret FROM items ORDER BY id", []) {
@@ -163,11 +193,10 @@ extension Vault {
     }
 
     func wraps(of item: StoredItem) throws -> [Wrap] {
-        try db.rows("SELECT alternative, class_keys, wrapped FROM wraps WHERE item_id = ? ORDER BY alternative",
+        if let joined = item.joinedWraps { return try joined.get() }
+        return try db.rows("SELECT alternative, class_keys, wrapped FROM wraps WHERE item_id = ? ORDER BY alternative",
                     [.integer(item.id)]) { row in
-            guard let ids = Self.parseClassKeyIDs(row.text(1)) else {
-                throw VaultError.corrupted("a wrapped key names no valid class key")
-            }
+            guard let ids = Self.parseClassKeyIDs(row.text(1)) else { throw Self.damagedWrap }
             return Wrap(alternative: Int(row.integer(0)), classKeyIDs: ids, wrapped: row.blob(2))
         }
     }

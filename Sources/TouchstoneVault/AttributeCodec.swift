@@ -1,0 +1,138 @@
+import Foundation
+
+/// The binary encoding of an item's attributes, the plaintext of the
+/// `metadata` column (docs/vault.md, "Record layout").
+///
+/// Vaults written before it hold the attributes as JSON; a JSON text starts
+/// with `{`, this encoding with its format byte, so both are read and only
+/// this one is written. All integers are little-endian:
+///
+///     u8   format (0x02)
+///     str  service            str = u32 length, UTF-8 bytes
+///     str  account
+///     opt  label              opt = u8 0 (absent) or 1 followed by str
+///     opt  comment
+///     optb generic            optb = u8 0 or 1 followed by u32 length, bytes
+///     u8   combination        0 any ("or"), 1 all ("and")
+///     u8   n, n x u8 flag     0 biometry-any, 1 biometry-current-set, 2 passcode
+///     u8   accessibility      0 when-unlocked, 1 when-passcode-set
+///     f64  created            seconds since 1970, IEEE 754 bits
+///     f64  modified
+///
+/// Decoding is strict: every byte is accounted for, lengths are checked
+/// before use, strings must be valid UTF-8, flags distinct and dates finite.
+/// Anything else is `nil`, never a trap (fuzzed: fuzz/ItemRecord.swift).
+enum AttributeCodec {
+    static let format: UInt8 = 0x02
+
+    private static let flagCodes: [AccessFlag] = [.biometryAny, .biometryCurrentSet, .devicePasscode]
+    private static let accessibilityCodes: [Accessibility] = [.whenUnlockedThisDeviceOnly, .whenPasscodeSetThisDeviceOnly]
+
+    /// The encoded attributes. The caller wipes the result after use.
+    static func encode(_ a: ItemAttributes) -> [UInt8] {
+        var size = 1 + 4 + a.service.utf8.count + 4 + a.account.utf8.count
+        size += 1 + (a.label.map { 4 + $0.utf8.count } ?? 0)
+        size += 1 + (a.comment.map { 4 + $0.utf8.count } ?? 0)
+        size += 1 + (a.generic.map { 4 + $0.count } ?? 0)
+        size += 2 + a.access.flags.count + 1 + 16
+        var out: [UInt8] = []
+        out.reserveCapacity(size)
+        out.append(format)
+        func put(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) } }
+        func put(_ text: String) { put(UInt32(text.utf8.count)); out.append(contentsOf: text.utf8) }
+        func put(_ text: String?) {
+            guard let text else { out.append(0); return }
+            out.append(1); put(text)
+        }
+        put(a.service)
+        put(a.account)
+        put(a.label)
+        put(a.comment)
+        if let generic = a.generic {
+            out.append(1); put(UInt32(generic.count)); out.append(contentsOf: generic)
+        } else {
+            out.append(0)
+        }
+        out.append(a.access.combination == .all ? 1 : 0)
+        out.append(UInt8(a.access.flags.count))
+        for flag in a.access.flags { out.append(UInt8(flagCodes.firstIndex(of: flag)!)) }
+        out.append(UInt8(accessibilityCodes.firstIndex(of: a.accessibility)!))
+        for date in [a.created, a.modified] {
+            withUnsafeBytes(of: date.timeIntervalSince1970.bitPattern.littleEndian) { out.append(contentsOf: $0) }
+        }
+        return out
+    }
+
+    /// The attributes, or nil for anything that is not exactly one valid
+    /// record.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> ItemAttributes? {
+        var reader = Reader(bytes: bytes)
+        guard reader.byte() == format,
+              let service = reader.string(), let account = reader.string(),
+              let label = reader.optional({ $0.string() }),
+              let comment = reader.optional({ $0.string() }),
+              let generic = reader.optional({ r in r.length().flatMap { r.bytes($0) }.map { Data($0) } }),
+              let combination = reader.byte(), combination <= 1,
+              let count = reader.byte(), Int(count) <= flagCodes.count
+        else { return nil }
+        var flags: [AccessFlag] = []
+        for _ in 0..<count {
+            guard let code = reader.byte(), Int(code) < flagCodes.count, !flags.contains(flagCodes[Int(code)]) else { return nil }
+            flags.append(flagCodes[Int(code)])
+        }
+        // "and" of fewer than two flags is written as "any": anything else
+        // was not written by `encode`.
+        guard combination == 0 || flags.count >= 2,
+              let accessibility = reader.byte(), Int(accessibility) < accessibilityCodes.count,
+              let created = reader.date(), let modified = reader.date(),
+              reader.isAtEnd
+        else { return nil }
+        return ItemAttributes(service: service, account: account, label: label, comment: comment, generic: generic,
+                              access: AccessControl(flags, combination: combination == 1 ? .all : .any),
+                              accessibility: accessibilityCodes[Int(accessibility)],
+                              created: created, modified: modified)
+    }
+
+    private struct Reader {
+        let bytes: UnsafeRawBufferPointer
+        var offset = 0
+
+        var isAtEnd: Bool { offset == bytes.count }
+
+        mutating func bytes(_ count: Int) -> UnsafeRawBufferPointer? {
+            guard count >= 0, count <= bytes.count - offset else { return nil }
+            defer { offset += count }
+            return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+        }
+
+        mutating func byte() -> UInt8? { bytes(1).map { $0[0] } }
+
+        mutating func length() -> Int? {
+            guard let raw = bytes(4) else { return nil }
+            return Int(UInt32(raw[0]) | UInt32(raw[1]) << 8 | UInt32(raw[2]) << 16 | UInt32(raw[3]) << 24)
+        }
+
+        mutating func string() -> String? {
+            guard let count = length(), let raw = bytes(count) else { return nil }
+            return String(validating: raw, as: UTF8.self)
+        }
+
+        /// Some(nil) for an absent value, Some(value) for a present one,
+        /// nil for a malformed one.
+        mutating func optional<T>(_ read: (inout Reader) -> T?) -> T?? {
+            switch byte() {
+            case 0: return .some(nil)
+            case 1: return read(&self).map { .some($0) }
+            default: return nil
+            }
+        }
+
+        mutating func date() -> Date? {
+            guard let raw = bytes(8) else { return nil }
+            var bits: UInt64 = 0
+            for i in (0..<8).reversed() { bits = bits << 8 | UInt64(raw[i]) }
+            let seconds = Double(bitPattern: bits)
+            return seconds.isFinite ? Date(timeIntervalSince1970: seconds) : nil
+        }
+    }
+}

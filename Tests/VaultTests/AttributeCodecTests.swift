@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+import TouchstoneSecure
+@testable import TouchstoneVault
+
+/// The binary attribute record (AttributeCodec) and the JSON the first
+/// release wrote.
+@Suite("Attribute records")
+struct AttributeCodecTests {
+    static let accessControls: [AccessControl] = [
+        .none, .userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode,
+        .and(.biometryAny, .devicePasscode), .and(.biometryCurrentSet, .devicePasscode),
+        .or(.biometryCurrentSet, .devicePasscode), .or(.devicePasscode, .biometryAny, .biometryCurrentSet),
+    ]
+
+    static func sample(_ access: AccessControl, full: Bool) -> ItemAttributes {
+        ItemAttributes(service: full ? "org.example.mail ✉︎" : "s", account: full ? "ada@example.org" : "",
+                       label: full ? "Mail — Ada" : nil, comment: full ? "" : nil,
+                       generic: full ? Data((0..<300).map { UInt8($0 & 0xff) }) : nil,
+                       access: access,
+                       accessibility: full ? .whenPasscodeSetThisDeviceOnly : .whenUnlockedThisDeviceOnly,
+                       created: Date(timeIntervalSince1970: 1_700_000_000.25),
+                       modified: Date(timeIntervalSince1970: full ? 1_800_000_000.5 : 0))
+    }
+
+    @Test("every access control, with and without the optional fields, round-trips exactly", arguments: accessControls)
+    func roundTrip(_ access: AccessControl) throws {
+        for full in [false, true] {
+            let attributes = Self.sample(access, full: full)
+            let encoded = AttributeCodec.encode(attributes)
+            #expect(encoded.first == AttributeCodec.format)
+            let decoded = try encoded.withUnsafeBytes { try Vault.decodeAttributes($0) }
+            #expect(decoded == attributes)
+            #expect(decoded.access.description == access.description)
+        }
+    }
+
+    @Test("the JSON records of the first release still decode to the same attributes", arguments: accessControls)
+    func legacyJSON(_ access: AccessControl) throws {
+        let attributes = Self.sample(access, full: true)
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        let json = [UInt8](try encoder.encode(attributes))
+        #expect(json.first == UInt8(ascii: "{"))
+        #expect(try json.withUnsafeBytes { try Vault.decodeAttributes($0) } == attributes)
+    }
+
+    @Test("every truncation and every extra byte is refused")
+    func truncatedOrExtended() {
+        let encoded = AttributeCodec.encode(Self.sample(.and(.biometryAny, .devicePasscode), full: true))
+        for length in 0..<encoded.count {
+            #expect(Array(encoded.prefix(length)).withUnsafeBytes { AttributeCodec.decode($0) } == nil, "prefix \(length)")
+        }
+        #expect((encoded + [0]).withUnsafeBytes { AttributeCodec.decode($0) } == nil)
+    }
+
+    /// The offset of the access-control bytes in the minimal sample
+    /// (service "s", account "", no optional fields).
+    static let accessOffset = 1 + 5 + 4 + 3
+
+    static func damage(_ name: String, _ b: inout [UInt8]) {
+        let o = accessOffset
+        switch name {
+        case "unknown format byte": b[0] = 0x03
+        case "optional marker other than 0 or 1": b[10] = 2
+        case "length beyond the record": b[1] = 0xff
+        case "invalid UTF-8 in the service": b[5] = 0xff
+        case "unknown combination": b[o] = 2
+        case "unknown flag": b[o + 2] = 3
+        case "unknown accessibility": b[o + 3] = 2
+        case "a date that is not a number":
+            withUnsafeBytes(of: Double.nan.bitPattern.littleEndian) { b.replaceSubrange(b.count - 8..<b.count, with: $0) }
+        case "an infinite date":
+            withUnsafeBytes(of: Double.infinity.bitPattern.littleEndian) { b.replaceSubrange(b.count - 16..<b.count - 8, with: $0) }
+        default: Issue.record("no such damage: \(name)")
+        }
+    }
+
+    @Test("malformed fields are refused", arguments: [
+        "unknown format byte", "optional marker other than 0 or 1", "length beyond the record",
+        "invalid UTF-8 in the service", "unknown combination", "unknown flag", "unknown accessibility",
+        "a date that is not a number", "an infinite date",
+    ])
+    func malformed(_ name: String) throws {
+        var encoded = AttributeCodec.encode(Self.sample(.devicePasscode, full: false))
+        // The layout this test assumes: one flag (passcode = 2) at the offset.
+        try #require(Array(encoded[Self.accessOffset...Self.accessOffset + 3]) == [0, 1, 2, 0])
+        #expect(encoded.withUnsafeBytes { AttributeCodec.decode($0) } != nil)
+        Self.damage(name, &encoded)
+        #expect(throws: VaultError.self, "\(name)") { try encoded.withUnsafeBytes { try Vault.decodeAttributes($0) } }
+    }
+
+    @Test("flags given twice, or 'and' with one flag, were not written by the encoder and are refused")
+    func nonCanonicalAccess() {
+        let base = AttributeCodec.encode(Self.sample(.and(.biometryAny, .devicePasscode), full: false))
+        #expect(Array(base[Self.accessOffset...Self.accessOffset + 3]) == [1, 2, 0, 2])
+        var twice = base
+        twice[Self.accessOffset + 3] = 0  // biometry-any & biometry-any
+        #expect(twice.withUnsafeBytes { AttributeCodec.decode($0) } == nil)
+        var single = base
+        single.replaceSubrange(Self.accessOffset...Self.accessOffset + 3, with: [1, 1, 2])  // "and" of one flag
+        #expect(single.withUnsafeBytes { AttributeCodec.decode($0) } == nil)
+    }
+
+    @Test("an item stored by the first release (JSON attributes) opens, lists and updates; the update writes the binary record")
+    func legacyItemInAVault() throws {
+        let rig = try VaultRig()
+        try rig.vault.add(secret("old"), attributes: ItemAttributes(service: "s", account: "legacy", label: "L", access: .devicePasscode))
+        try rig.vault.add(secret("new"), attributes: ItemAttributes(service: "s", account: "current", access: .none))
+        let stored = try rig.vault.attributes(service: "s", account: "legacy")
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .secondsSince1970
+        let json = [UInt8](try encoder.encode(stored))
+        let box = Crypto.seal(json, key: rig.vault.metadataKey, ad: Vault.metadataAD)
+        let lookup = rig.vault.lookupHash(service: "s", account: "legacy")
+        try rig.database().query("UPDATE items SET metadata = ? WHERE lookup = ?", [.blob(box), .blob(lookup)])
+
+        let vault = try rig.reopen()
+        #expect(try vault.attributes(service: "s", account: "legacy") == stored)
+        #expect(string(try vault.secret(service: "s", account: "legacy", proof: passcode)) == "old")
+        #expect(try vault.list().map(\.state) == [.ok, .ok])
+        try vault.update(service: "s", account: "legacy", label: "M")
+        let metadata = try rig.database().rows("SELECT metadata FROM items WHERE lookup = ?", [.blob(lookup)]) { $0.blob(0) }
+        let record = try #require(metadata.first)
+        let plain = try #require(Crypto.open(record, key: vault.metadataKey, ad: Vault.metadataAD))
+        #expect(plain.withUnsafeBytes { $0.first } == AttributeCodec.format)
+        #expect(try vault.attributes(service: "s", account: "legacy").label == "M")
+        #expect(string(try vault.secret(service: "s", account: "legacy", proof: passcode)) == "old")
+    }
+}
