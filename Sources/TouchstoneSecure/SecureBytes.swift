@@ -13,10 +13,10 @@ public func ensureSodium() {
 
 /// A fixed-size buffer for key material and secrets.
 ///
-/// - Its memory is locked (`sodium_mlock`, best effort: mlock can be refused
-///   by RLIMIT_MEMLOCK) so it is not written to swap.
-/// - `deinit` wipes the whole buffer (`sodium_munlock` zeroes before it
-///   unlocks) and frees it.
+/// - Its memory is locked (best effort: mlock can be refused by
+///   RLIMIT_MEMLOCK) so it is not written to swap, and left out of core
+///   dumps (MADV_DONTDUMP); see `LockedMemory`.
+/// - `deinit` wipes the whole buffer and gives it back.
 /// - Equality is constant-time (`sodium_memcmp`).
 /// - The bytes are reachable only through `withUnsafeBytes`, so callers
 ///   cannot make an untracked copy by accident.
@@ -36,9 +36,9 @@ public final class SecureBytes: @unchecked Sendable {
         ensureSodium()
         precondition(count >= 0)
         self.count = count
-        base = .allocate(byteCount: max(count, 1), alignment: 16)
-        base.initializeMemory(as: UInt8.self, repeating: 0, count: max(count, 1))
-        isLocked = count == 0 || sodium_mlock(base, count) == 0
+        let allocation = LockedMemory.allocate(count)
+        base = allocation.base
+        isLocked = allocation.isLocked
     }
 
     /// A copy of `bytes`. The caller stays responsible for wiping its source.
@@ -70,14 +70,7 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        if count > 0 {
-            if isLocked {
-                sodium_munlock(base, count)  // zeroes, then unlocks
-            } else {
-                sodium_memzero(base, count)
-            }
-        }
-        base.deallocate()
+        LockedMemory.release(base, count: count)  // zeroes, then gives back
     }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {

@@ -1,0 +1,85 @@
+import Foundation
+import Testing
+import Synchronization
+import TouchstoneSecure
+
+/// SecureBytes' memory: locked, out of core dumps, zeroed on release.
+@Suite("Secure memory")
+struct SecureMemoryTests {
+    /// The VmFlags of the mapping holding `address`, from /proc/self/smaps.
+    static func flags(of address: UnsafeRawPointer) throws -> Set<Substring> {
+        // Read to the end: /proc files report size 0, so no length-based read.
+        guard let handle = FileHandle(forReadingAtPath: "/proc/self/smaps") else { throw TestFailure("cannot open smaps") }
+        defer { try? handle.close() }
+        let smaps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        let target = UInt(bitPattern: address)
+        var inside = false
+        for line in smaps.split(separator: "\n") {
+            if let dash = line.firstIndex(of: "-"), let space = line.firstIndex(of: " "), dash < space,
+               let start = UInt(line[..<dash], radix: 16),
+               let end = UInt(line[line.index(after: dash)..<space], radix: 16) {
+                inside = start <= target && target < end
+            } else if inside, line.hasPrefix("VmFlags:") {
+                return Set(line.dropFirst("VmFlags:".count).split(separator: " "))
+            }
+        }
+        throw TestFailure("no mapping holds \(address)")
+    }
+
+    struct TestFailure: Error, CustomStringConvertible {
+        let description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    @Test("keys, short and long secrets are locked in RAM and left out of core dumps",
+          arguments: [1, 32, 64, 65, 300, 512, 513, 4096, 100_000, 1 << 20])
+    func lockedAndNotDumped(_ count: Int) throws {
+        let bytes = SecureBytes.random(count: count)
+        #expect(bytes.isLocked)
+        let flags = try bytes.withUnsafeBytes { try Self.flags(of: $0.baseAddress!) }
+        #expect(flags.contains("lo"), "VmFlags \(flags): not locked")   // VM_LOCKED
+        #expect(flags.contains("dd"), "VmFlags \(flags): would be dumped")  // VM_DONTDUMP
+        // The last byte is in a mapping with the same flags (a long buffer
+        // spans several pages).
+        let last = try bytes.withUnsafeBytes { try Self.flags(of: $0.baseAddress! + (count - 1)) }
+        #expect(last.contains("lo") && last.contains("dd"))
+    }
+
+    @Test("a released small buffer's memory is zeroed before anything else can take it")
+    func zeroedOnRelease() {
+        var address: UnsafeRawPointer?
+        do {
+            let key = SecureBytes(count: 32)
+            key.withUnsafeMutableBytes { buffer in
+                for i in buffer.indices { buffer[i] = 0xA5 }
+                address = UnsafeRawPointer(buffer.baseAddress!)
+            }
+            #expect(key.withUnsafeBytes { $0.allSatisfy { $0 == 0xA5 } })
+        }
+        // The slab page stays mapped for the process's life, so reading the
+        // slot after release is defined here (it is the point of the test).
+        let slot = UnsafeRawBufferPointer(start: address, count: 64)
+        #expect(slot.allSatisfy { $0 == 0 })
+    }
+
+    @Test("buffers taken and released from many threads at once never overlap and keep their contents")
+    func concurrentAllocations() {
+        let failures = Mutex(0)
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            var held: [(SecureBytes, UInt8)] = []
+            for round in 0..<2_000 {
+                let value = UInt8(truncatingIfNeeded: thread &* 31 &+ round)
+                let bytes = SecureBytes(count: [16, 32, 64, 200, 512][round % 5])
+                bytes.withUnsafeMutableBytes { for i in $0.indices { $0[i] = value } }
+                held.append((bytes, value))
+                if held.count > 40 { held.removeFirst(20) }
+                for (b, v) in held where !b.withUnsafeBytes({ $0.allSatisfy { $0 == v } }) {
+                    failures.withLock { $0 += 1 }
+                }
+            }
+        }
+        #expect(failures.withLock { $0 } == 0)
+    }
+}
+
+
