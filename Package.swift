@@ -4,6 +4,15 @@
 // targets; the package depends on no outside Swift package.
 import PackageDescription
 
+/// Executables export tpm2-tss's library-context functions so that
+/// libtss2-esys finds Touchstone's versions first (CTSSCryptoContext; see
+/// docs/tpm.md, "Client-side crypto"). Without them everything still works,
+/// with a fresh OpenSSL context per ESYS hash (10-15 ms more per unseal).
+let exportSharedCryptoContext: [LinkerSetting] = [
+    .unsafeFlags(["-Xlinker", "--export-dynamic-symbol=OSSL_LIB_CTX_new",
+                  "-Xlinker", "--export-dynamic-symbol=OSSL_LIB_CTX_free"]),
+]
+
 let package = Package(
     name: "Touchstone",
     products: [
@@ -32,22 +41,28 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
 
+        // One OpenSSL library context for libtss2-esys (see above).
+        .target(name: "CTSSCryptoContext", path: "Sources/CTSSCryptoContext"),
+
         // MARK: Swift modules, bottom up
         .target(name: "TouchstoneSecure", dependencies: ["CSodium"]),
-        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure"]),
+        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "CTSSCryptoContext"]),
         .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure"]),
         .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"]),
         .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"]),
-        .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "CSQLite"]),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"],
+                          linkerSettings: exportSharedCryptoContext),
+        .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "CSQLite"],
+                          linkerSettings: exportSharedCryptoContext),
 
         // MARK: Tests (one test bundle; one folder per module under test)
         // Rigs shared by the test targets: a private swtpm, virtual readers.
         .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"],
                 path: "Tests/TestRigs"),
-        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2"]),
+        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2", "CTSSCryptoContext"],
+                    linkerSettings: exportSharedCryptoContext),
         .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
