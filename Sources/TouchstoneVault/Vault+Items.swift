@@ -112,11 +112,20 @@ extension Vault {
         return Crypto.seal(plain, key: metadataKey, ad: Self.metadataAD)
     }
 
-    func openMetadata(_ item: StoredItem) throws -> ItemAttributes {
+    /// The item's attributes, checked against its lookup hash. `expected`:
+    /// the (service, account) whose hash found the row; when the attributes
+    /// name exactly these, the row's lookup is their hash already (it was
+    /// found by it), and the hash is not computed again.
+    func openMetadata(_ item: StoredItem, expected: (service: String, account: String)? = nil) throws -> ItemAttributes {
         guard let plain = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD) else {
             throw VaultError.corrupted("an item's attributes do not decrypt")
         }
         let attributes = try plain.withUnsafeBytes { try Self.decodeAttributes($0) }
+        // Bytes, not String ==: canonically equivalent strings hash differently.
+        if let expected, attributes.service.utf8.elementsEqual(expected.service.utf8),
+           attributes.account.utf8.elementsEqual(expected.account.utf8) {
+            return attributes
+        }
         guard lookupHash(service: attributes.service, account: attributes.account) == item.lookup else {
             throw VaultError.corrupted("the item \(attributes.service)/\(attributes.account) does not match its lookup hash")
         }
@@ -222,7 +231,7 @@ extension Vault {
     func load(service: String, account: String) throws -> (StoredItem, ItemAttributes) {
         let lookup = lookupHash(service: service, account: account)
         if let item = try row(lookup: lookup) {
-            let attributes = try openMetadata(item)
+            let attributes = try openMetadata(item, expected: (service, account))
             guard attributes.service == service, attributes.account == account else {
                 throw VaultError.corrupted("the record found for \(service)/\(account) belongs to another item")
             }
