@@ -27,8 +27,8 @@ struct VaultCaseResult: Codable {
     var lookupBytes: Double
     var metadataBytes: Double
     var secretBytes: Double
-    /// The vault's wraps row (wrapped item key + class key list); the
-    /// baseline has no such row.
+    /// The vault's `keys` column (the wrapped item key and its class key
+    /// ids); the baseline has no such column.
     var wrapBytes: Double
     /// The baseline's settings as SQLite reports them.
     var plainJournalMode: String
@@ -83,7 +83,7 @@ struct VaultBenchReport: Codable {
         lines.append("machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(format(machine.memoryGiB, 1)) GiB, \(machine.operatingSystem), load average \(format(machine.loadAverage))")
         if let c = cases.first {
             lines.append("rows: lookup \(format(c.lookupBytes, 0)) B, metadata \(format(c.metadataBytes, 0)) B, secret \(format(c.secretBytes, 0)) B"
-                         + " (the vault's stored blobs, inserted byte for byte into the plain table); the vault also writes a wraps row of \(format(c.wrapBytes, 0)) B")
+                         + " (the vault's stored blobs, inserted byte for byte into the plain table); each vault row also holds its wrapped item key (keys column) of \(format(c.wrapBytes, 0)) B")
             lines.append("plain SQLite: journal_mode=\(c.plainJournalMode), synchronous=\(c.plainSynchronous) (1 = NORMAL), one transaction per insert, statements prepared once")
         }
         lines.append("")

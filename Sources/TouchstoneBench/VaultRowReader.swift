@@ -25,10 +25,10 @@ final class VaultRowReader {
         return rows
     }
 
-    /// Bytes in the vault's wraps table per item (the wrapped item key and
-    /// its row), for the report.
+    /// Bytes of the vault's `keys` column per item (the wrapped item keys),
+    /// which the plain table does not have, for the report.
     func wrapBytesPerItem() throws -> Double {
-        let text = try connection.text("SELECT avg(length(wrapped) + length(class_keys)) FROM wraps")
+        let text = try connection.text("SELECT avg(length(keys)) FROM items")
         return Double(text ?? "") ?? 0
     }
 }

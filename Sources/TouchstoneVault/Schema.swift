@@ -2,12 +2,17 @@
 /// version; each migration moves it up by one inside a transaction. A
 /// database newer than this code is refused, never touched.
 enum Schema {
-    static let current = 1
+    static let current = 2
 
-    /// Migration `i` takes the schema from version i to i + 1.
-    static let migrations: [String] = [
-        // 0 -> 1: the first release.
-        """
+    /// Migration `i` takes the schema from version i to i + 1, inside the
+    /// transaction that also sets the new version.
+    static let migrations: [@Sendable (SQLiteDatabase) throws -> Void] = [
+        { try $0.execute(firstRelease) },
+        moveWrapsIntoItems,
+    ]
+
+    /// 0 -> 1: the first release.
+    static let firstRelease = """
         CREATE TABLE meta (
             key   TEXT PRIMARY KEY,
             value BLOB NOT NULL
@@ -34,8 +39,32 @@ enum Schema {
             wrapped     BLOB NOT NULL,     -- item key in sealed boxes to the class keys (nested for '+')
             PRIMARY KEY (item_id, alternative)
         );
-        """,
-    ]
+        """
+
+    /// 1 -> 2: each item's wrapped keys move from rows of `wraps` into its
+    /// own `keys` column (WrapCodec), so that an add writes one row and a get
+    /// reads one. An item whose wraps rows cannot be read keeps an empty
+    /// `keys`, which reads as corrupted, as its rows did.
+    static func moveWrapsIntoItems(_ db: SQLiteDatabase) throws {
+        try db.execute("ALTER TABLE items ADD COLUMN keys BLOB NOT NULL DEFAULT x''")
+        var byItem: [Int64: [Vault.Wrap]] = [:]
+        var damaged = Set<Int64>()
+        try db.query("SELECT item_id, alternative, class_keys, wrapped FROM wraps ORDER BY item_id, alternative") { row in
+            let id = row.integer(0)
+            let alternative = Int(row.integer(1))
+            let wrapped = row.blob(3)
+            guard let ids = Vault.parseClassKeyIDs(row.text(2)), alternative == byItem[id, default: []].count,
+                  wrapped.count <= Int(UInt16.max) else {
+                damaged.insert(id)
+                return
+            }
+            byItem[id, default: []].append(Vault.Wrap(alternative: alternative, classKeyIDs: ids, wrapped: wrapped))
+        }
+        for (id, wraps) in byItem where !damaged.contains(id) && wraps.count <= WrapCodec.maximumWays {
+            try db.query("UPDATE items SET keys = ? WHERE id = ?", [.blob(WrapCodec.encode(wraps)), .integer(id)])
+        }
+        try db.execute("DROP TABLE wraps")
+    }
 
     static func migrate(_ db: SQLiteDatabase) throws {
         var version = 0
@@ -52,7 +81,7 @@ enum Schema {
         while version < current {
             let next = version + 1
             try db.transaction {
-                try db.execute(migrations[version])
+                try migrations[version](db)
                 try db.execute("PRAGMA user_version = \(next)")
             }
             version = next

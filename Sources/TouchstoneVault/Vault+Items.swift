@@ -4,15 +4,16 @@ import TouchstoneTPM
 
 /// Items: add, read, update, delete, list.
 ///
-/// Record layout (docs/vault.md):
+/// Record layout (docs/vault.md), one `items` row per item:
 /// - `lookup`: keyed BLAKE2b of (service, account) under the lookup key;
-/// - `metadata`: XChaCha20-Poly1305 of the attributes (JSON) under the
-///   metadata key; the lookup is recomputed from them and must match;
+/// - `metadata`: XChaCha20-Poly1305 of the attributes (AttributeCodec) under
+///   the metadata key; the lookup is recomputed from them and must match;
 /// - `secret`: XChaCha20-Poly1305 of the secret under the item key, with the
 ///   item's lookup and access control as associated data;
-/// - `wraps`: the item key in a sealed box to each way in (nested boxes for
-///   "and"), so adding needs no authentication and opening needs the class
-///   key that the TPM releases only under its policy.
+/// - `keys`: the item key wrapped once per way in (WrapCodec): sealed boxes
+///   to class keys (nested for "and"), so adding needs no authentication and
+///   opening needs the class key that the TPM releases only under its
+///   policy; or, for access `none`, XChaCha20-Poly1305 under the device key.
 extension Vault {
     static let maximumFieldSize = 4096
 
@@ -41,9 +42,8 @@ extension Vault {
         let lookup: [UInt8]
         let metadata: [UInt8]
         let secret: [UInt8]
-        /// The item's wraps when they were read with it (one query per get:
-        /// `row(lookup:)`); nil when they were not.
-        var joinedWraps: Result<[Wrap], VaultError>? = nil
+        /// The wrapped item keys (WrapCodec).
+        let keys: [UInt8]
     }
 
     // MARK: - Add
@@ -81,16 +81,11 @@ extension Vault {
         }
         let secretBox = Crypto.seal(secret, key: itemKey, ad: Self.secretAD(lookup: lookup, access: attributes.access))
         let metadataBox = try sealMetadata(attributes)
+        let keys = WrapCodec.encode(wraps)
         try db.transaction {
             if try exists(lookup: lookup) { throw VaultError.duplicateItem }
-            try db.query("INSERT INTO items(lookup, metadata, secret) VALUES(?, ?, ?)",
-                         [.blob(lookup), .blob(metadataBox), .blob(secretBox)])
-            let id = db.lastInsertRowID
-            for wrap in wraps {
-                try db.query("INSERT INTO wraps(item_id, alternative, class_keys, wrapped) VALUES(?, ?, ?, ?)",
-                             [.integer(id), .integer(Int64(wrap.alternative)),
-                              .text(wrap.classKeyIDs.map(String.init).joined(separator: "+")), .blob(wrap.wrapped)])
-            }
+            try db.query("INSERT INTO items(lookup, metadata, secret, keys) VALUES(?, ?, ?, ?)",
+                         [.blob(lookup), .blob(metadataBox), .blob(secretBox), .blob(keys)])
         }
     }
 
@@ -172,57 +167,27 @@ extension Vault {
         try !db.rows("SELECT 1 FROM items WHERE lookup = ?", [.blob(lookup)]) { _ in true }.isEmpty
     }
 
-    /// The item stored under `lookup`, with its wraps, in one query.
-    func row(lookup: [UInt8]) throws -> StoredItem? {
-        var item: StoredItem?
-        var wraps: [Wrap] = []
-        var damaged = false
-        try db.query("""
-            SELECT items.id, items.lookup, items.metadata, items.secret, wraps.alternative, wraps.class_keys, wraps.wrapped
-            FROM items LEFT JOIN wraps ON wraps.item_id = items.id
-            WHERE items.lookup = ? ORDER BY wraps.alternative
-            """, [.blob(lookup)]) { row in
-            if item == nil {
-                item = StoredItem(id: row.integer(0), lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3))
-            }
-            guard !row.isNull(4) else { return }  // no wraps at all
-            guard let ids = Self.parseClassKeyIDs(row.text(5)) else { damaged = true; return }
-            wraps.append(Wrap(alternative: Int(row.integer(4)), classKeyIDs: ids, wrapped: row.blob(6)))
-        }
-        item?.joinedWraps = damaged ? .failure(Self.damagedWrap) : .success(wraps)
-        return item
+    static let itemColumns = "id, lookup, metadata, secret, keys"
+
+    static func storedItem(_ row: SQLRow) -> StoredItem {
+        StoredItem(id: row.integer(0), lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3), keys: row.blob(4))
     }
 
-    static let damagedWrap = VaultError.corrupted("a wrapped key names no valid class key")
+    /// The item stored under `lookup` (one row: its wrapped keys are in it).
+    func row(lookup: [UInt8]) throws -> StoredItem? {
+        try db.rows("SELECT \(Self.itemColumns) FROM items WHERE lookup = ?", [.blob(lookup)], Self.storedItem).first
+    }
 
     func allRows() throws -> [StoredItem] {
-        try db.rows("SELECT id, lookup, metadata, secret FROM items ORDER BY id", []) {
-            StoredItem(id: $0.integer(0), lookup: $0.blob(1), metadata: $0.blob(2), secret: $0.blob(3))
-        }
+        try db.rows("SELECT \(Self.itemColumns) FROM items ORDER BY id", [], Self.storedItem)
     }
 
+    static let damagedWrap = VaultError.corrupted("an item's wrapped keys are damaged")
+
+    /// The item's wrapped keys, one per way in.
     func wraps(of item: StoredItem) throws -> [Wrap] {
-        if let joined = item.joinedWraps { return try joined.get() }
-        return try db.rows("SELECT alternative, class_keys, wrapped FROM wraps WHERE item_id = ? ORDER BY alternative",
-                    [.integer(item.id)]) { row in
-            guard let ids = Self.parseClassKeyIDs(row.text(1)) else { throw Self.damagedWrap }
-            return Wrap(alternative: Int(row.integer(0)), classKeyIDs: ids, wrapped: row.blob(2))
-        }
-    }
-
-    /// Every item's wraps, by item id, in one query (listing used to make
-    /// one query per item).
-    func allWraps() throws -> [Int64: [Wrap]] {
-        var out: [Int64: [Wrap]] = [:]
-        try db.query("SELECT item_id, alternative, class_keys, wrapped FROM wraps ORDER BY item_id, alternative") { row in
-            out[row.integer(0), default: []].append(
-                // A damaged id list names class key -1, which never exists:
-                // that way in counts as closed.
-                Wrap(alternative: Int(row.integer(1)),
-                     classKeyIDs: Self.parseClassKeyIDs(row.text(2)) ?? [-1],
-                     wrapped: row.blob(3)))
-        }
-        return out
+        guard let wraps = WrapCodec.decode(item.keys) else { throw Self.damagedWrap }
+        return wraps
     }
 
     /// The item for (service, account), its attributes checked. A missing
@@ -387,16 +352,18 @@ extension Vault {
     public func list(service: String? = nil) throws -> [ListedItem] {
         let classKeys = try classKeys()
         let state = try currentDomainState()
-        let rows = try allRows()
-        let wrapsByItem = try allWraps()
         var out: [ListedItem] = []
-        for item in rows {
+        for item in try allRows() {
             guard let attributes = try? openMetadata(item) else {
                 if service == nil { out.append(ListedItem(attributes: nil, state: .corrupted)) }
                 continue
             }
             if let service, attributes.service != service { continue }
-            let open = (wrapsByItem[item.id] ?? []).contains { Self.isOpen($0, classKeys, state) }
+            guard let wraps = try? self.wraps(of: item), wraps.count == attributes.access.alternatives.count else {
+                out.append(ListedItem(attributes: attributes, state: .corrupted))
+                continue
+            }
+            let open = wraps.contains { Self.isOpen($0, classKeys, state) }
             out.append(ListedItem(attributes: attributes, state: open ? .ok : .invalidated))
         }
         return out

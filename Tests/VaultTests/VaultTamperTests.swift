@@ -53,7 +53,7 @@ struct VaultTamperTests {
 
     @Test("a flipped byte of a wrapped key: that item is corrupted, the others open")
     func flippedWrap() throws {
-        let (rig, vault) = try tamper { try Self.flip($0, table: "wraps", column: "wrapped", where: "item_id = ?", $1) }
+        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "keys", where: "id = ?", $1) }
         expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
@@ -66,7 +66,7 @@ struct VaultTamperTests {
         }
         let db = try rig.database()
         let id = try #require(try db.rows("SELECT id FROM items", []) { $0.integer(0) }.sorted().dropFirst().first)
-        try Self.flip(db, table: "wraps", column: "wrapped", where: "item_id = ?", id)
+        try Self.flip(db, table: "items", column: "keys", where: "id = ?", id)
         let vault = try rig.reopen()
         do {
             _ = try vault.secret(service: "n", account: "victim", proof: .none)
@@ -216,13 +216,14 @@ struct RecordDecoderTests {
         }
     }
 
-    @Test("a wrap whose class key ids were altered: the item is corrupted, the others open")
+    @Test("an item whose wrapped-key record was altered: corrupted (get and list), the others open")
     func alteredWrapIDs() throws {
         let rig = try VaultRig()
         for account in ["a", "b"] {
             try rig.vault.add(secret(account), attributes: ItemAttributes(service: "s", account: account, access: .devicePasscode))
         }
-        try rig.database().query("UPDATE wraps SET class_keys = 'x' WHERE item_id = (SELECT min(id) FROM items)")
+        // The class key count of the first way in set to 0, never written.
+        try rig.database().query("UPDATE items SET keys = x'010000' || substr(keys, 4) WHERE id = (SELECT min(id) FROM items)")
         let vault = try rig.reopen()
         do {
             _ = try vault.secret(service: "s", account: "a", proof: passcode)
@@ -231,5 +232,6 @@ struct RecordDecoderTests {
             guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
         }
         #expect(string(try vault.secret(service: "s", account: "b", proof: passcode)) == "b")
+        #expect(try vault.list().map(\.state) == [.corrupted, .ok])
     }
 }

@@ -1,0 +1,56 @@
+/// The `keys` column of an item (schema 2): the item key wrapped once per
+/// way in (docs/vault.md, "Record layout"). Schema 1 kept these as rows of a
+/// `wraps` table; one column makes an add one row and a get one row.
+///
+///     u8   n                  ways in, 1 to 3 (one per alternative)
+///     n x  u8   alternative   0, 1, ... in order
+///          u8   k             class keys, 1 to 3 (0 = the device key)
+///          k x  u64           class key id, little-endian
+///          u16  length        of the wrapped key, little-endian
+///          length bytes       the wrapped item key (nested sealed boxes
+///                             for "and", or the device wrap)
+///
+/// Decoding is strict; anything else is nil, never a trap (fuzzed:
+/// fuzz/ItemRecord.swift).
+enum WrapCodec {
+    static let maximumWays = AccessFlag.allCases.count
+
+    static func encode(_ wraps: [Vault.Wrap]) -> [UInt8] {
+        var out: [UInt8] = [UInt8(wraps.count)]
+        for wrap in wraps {
+            precondition(wrap.wrapped.count <= Int(UInt16.max) && (1...maximumWays).contains(wrap.classKeyIDs.count))
+            out.append(UInt8(wrap.alternative))
+            out.append(UInt8(wrap.classKeyIDs.count))
+            for id in wrap.classKeyIDs { withUnsafeBytes(of: UInt64(id).littleEndian) { out.append(contentsOf: $0) } }
+            withUnsafeBytes(of: UInt16(wrap.wrapped.count).littleEndian) { out.append(contentsOf: $0) }
+            out.append(contentsOf: wrap.wrapped)
+        }
+        return out
+    }
+
+    static func decode(_ bytes: [UInt8]) -> [Vault.Wrap]? {
+        var offset = 0
+        func take(_ count: Int) -> ArraySlice<UInt8>? {
+            guard count <= bytes.count - offset else { return nil }
+            defer { offset += count }
+            return bytes[offset..<offset + count]
+        }
+        func little<T: FixedWidthInteger>(_: T.Type) -> T? {
+            take(MemoryLayout<T>.size).map { $0.reversed().reduce(T(0)) { $0 << 8 | T($1) } }
+        }
+        guard let n = take(1)?.first, (1...maximumWays).contains(Int(n)) else { return nil }
+        var wraps: [Vault.Wrap] = []
+        for index in 0..<Int(n) {
+            guard let alternative = take(1)?.first, Int(alternative) == index,
+                  let k = take(1)?.first, (1...maximumWays).contains(Int(k)) else { return nil }
+            var ids: [Int64] = []
+            for _ in 0..<k {
+                guard let id = little(UInt64.self), id <= UInt64(Int64.max) else { return nil }
+                ids.append(Int64(id))
+            }
+            guard let length = little(UInt16.self), let wrapped = take(Int(length)) else { return nil }
+            wraps.append(Vault.Wrap(alternative: index, classKeyIDs: ids, wrapped: Array(wrapped)))
+        }
+        return offset == bytes.count ? wraps : nil
+    }
+}

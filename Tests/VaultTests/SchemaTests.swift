@@ -1,0 +1,79 @@
+import Foundation
+import Testing
+import TouchstoneSecure
+@testable import TouchstoneVault
+
+/// The wrapped-key record (WrapCodec) and the migration from schema 1,
+/// where wrapped keys were rows of a `wraps` table.
+@Suite("Schema and wrapped-key records")
+struct SchemaTests {
+    static let sample: [Vault.Wrap] = [
+        Vault.Wrap(alternative: 0, classKeyIDs: [3], wrapped: Array(repeating: 0xAB, count: 80)),
+        Vault.Wrap(alternative: 1, classKeyIDs: [4, 7], wrapped: Array(0..<128)),
+    ]
+
+    @Test("wrapped-key records round-trip; every truncation, extension and malformed count is refused")
+    func wrapRecords() {
+        let encoded = WrapCodec.encode(Self.sample)
+        let decoded = WrapCodec.decode(encoded)
+        #expect(decoded?.map(\.alternative) == [0, 1])
+        #expect(decoded?.map(\.classKeyIDs) == [[3], [4, 7]])
+        #expect(decoded?.map(\.wrapped) == Self.sample.map(\.wrapped))
+        for length in 0..<encoded.count { #expect(WrapCodec.decode(Array(encoded.prefix(length))) == nil, "prefix \(length)") }
+        #expect(WrapCodec.decode(encoded + [0]) == nil)
+        var damaged = encoded; damaged[0] = 0            // no way in
+        #expect(WrapCodec.decode(damaged) == nil)
+        damaged = encoded; damaged[0] = 4                // more ways than flags
+        #expect(WrapCodec.decode(damaged) == nil)
+        damaged = encoded; damaged[1] = 1                // alternatives out of order
+        #expect(WrapCodec.decode(damaged) == nil)
+        damaged = encoded; damaged[2] = 0                // no class key
+        #expect(WrapCodec.decode(damaged) == nil)
+        damaged = encoded; damaged[10] = 0x80            // id beyond Int64
+        #expect(WrapCodec.decode(damaged) == nil)
+    }
+
+    /// Turns a schema 2 vault back into the schema 1 layout: a `wraps` table
+    /// with one row per way in, no `keys` column, user_version 1.
+    static func downgradeToSchema1(_ db: SQLiteDatabase) throws {
+        try db.execute(Schema.firstRelease.components(separatedBy: "CREATE TABLE wraps").last.map { "CREATE TABLE wraps" + $0 }!)
+        let items = try db.rows("SELECT id, keys FROM items", []) { ($0.integer(0), $0.blob(1)) }
+        for (id, keys) in items {
+            for wrap in try #require(WrapCodec.decode(keys)) {
+                try db.query("INSERT INTO wraps(item_id, alternative, class_keys, wrapped) VALUES(?, ?, ?, ?)",
+                             [.integer(id), .integer(Int64(wrap.alternative)),
+                              .text(wrap.classKeyIDs.map(String.init).joined(separator: "+")), .blob(wrap.wrapped)])
+            }
+        }
+        try db.execute("ALTER TABLE items DROP COLUMN keys")
+        try db.execute("PRAGMA user_version = 1")
+    }
+
+    @Test("a schema 1 vault is migrated when opened: every item opens with its access, a damaged one reads as corrupted")
+    func migrationFromSchema1() throws {
+        let rig = try VaultRig()
+        let accesses: [(String, AccessControl)] = [
+            ("none", .none), ("passcode", .devicePasscode), ("presence", .userPresence),
+            ("both", .and(.biometryAny, .devicePasscode)), ("damaged", .devicePasscode),
+        ]
+        for (account, access) in accesses {
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "m", account: account, access: access))
+        }
+        let db = try rig.database()
+        try Self.downgradeToSchema1(db)
+        try db.query("UPDATE wraps SET class_keys = 'x' WHERE item_id = (SELECT max(id) FROM items)")
+        #expect(try db.rows("PRAGMA user_version", []) { $0.integer(0) } == [1])
+
+        let vault = try rig.reopen()
+        #expect(try db.rows("PRAGMA user_version", []) { $0.integer(0) } == [Int64(Schema.current)])
+        #expect(try db.rows("SELECT count(*) FROM sqlite_master WHERE name = 'wraps'", []) { $0.integer(0) } == [0])
+        #expect(string(try vault.secret(service: "m", account: "none", proof: .none)) == "none")
+        #expect(string(try vault.secret(service: "m", account: "passcode", proof: passcode)) == "passcode")
+        #expect(string(try vault.secret(service: "m", account: "presence", proof: finger)) == "presence")
+        #expect(string(try vault.secret(service: "m", account: "both", proof: both)) == "both")
+        #expect(throws: VaultError.authenticationRequired) { try vault.secret(service: "m", account: "both", proof: finger) }
+        #expect(throws: VaultError.self) { try vault.secret(service: "m", account: "damaged", proof: passcode) }
+        let states = Dictionary(uniqueKeysWithValues: try vault.list().map { ($0.attributes?.account ?? "?", $0.state) })
+        #expect(states == ["none": .ok, "passcode": .ok, "presence": .ok, "both": .ok, "damaged": .corrupted])
+    }
+}
