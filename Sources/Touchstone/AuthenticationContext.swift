@@ -17,6 +17,10 @@ public final class AuthenticationContext: @unchecked Sendable {
     public static let maximumReuseDuration: TimeInterval = 300
     /// Consecutive failed matches that lock biometry until the passcode.
     public static let maximumBiometricFailures = 5
+    /// Why biometry is off on a read-only vault: a failed match could not
+    /// be counted, so the lockout after `maximumBiometricFailures` could
+    /// not hold. The passcode (counted by the TPM) still works.
+    public static let readOnlyVaultReason = "the vault is on a read-only file system, where failed matches cannot be counted"
 
     let device: TouchstoneDevice
     private let lock = NSLock()
@@ -94,6 +98,7 @@ public final class AuthenticationContext: @unchecked Sendable {
     }
 
     func biometricAvailability() async -> Availability {
+        if device.vault.isReadOnly { return .unavailable(reason: Self.readOnlyVaultReason) }
         do {
             if try device.vault.biometricFailures() >= Self.maximumBiometricFailures { return .lockedOut(.fingerprint) }
             let enrollment = try await device.fingerprint()
@@ -163,8 +168,9 @@ public final class AuthenticationContext: @unchecked Sendable {
         if access.needsBiometry {
             let biometryUsable: Bool
             do {
-                biometryUsable = try device.vault.biometricFailures() < Self.maximumBiometricFailures
-                    && !(try device.enrolledFingers().isEmpty)
+                biometryUsable = try !device.vault.isReadOnly
+                    && device.vault.biometricFailures() < Self.maximumBiometricFailures
+                    && !device.enrolledFingers().isEmpty
             } catch let error as VaultError { throw AuthenticationError(error) }
             if biometryUsable || !access.allowsPasscode {
                 do {
@@ -188,6 +194,7 @@ public final class AuthenticationContext: @unchecked Sendable {
     private func matchFinger(reason: String, passcodeAllowed: Bool,
                              _ interaction: (any AuthenticationInteraction)?) async throws -> Bool {
         let vault = device.vault
+        if vault.isReadOnly { throw AuthenticationError.biometryNotAvailable(reason: Self.readOnlyVaultReason) }
         do {
             if try vault.biometricFailures() >= Self.maximumBiometricFailures { throw AuthenticationError.biometryLockout }
             if try device.enrolledFingers().isEmpty { throw AuthenticationError.biometryNotEnrolled }

@@ -153,6 +153,7 @@ public final class TouchstoneDevice: @unchecked Sendable {
     /// touch). `events` reports stage progress and retry hints.
     public func enroll(_ finger: Finger, passcode: SecureBytes, timeout: Duration = .seconds(30),
                        events: @escaping ScanEventHandler = { _ in }) async throws {
+        try vault.requireWritable()
         let auth = PasscodeAuth(passcode: passcode)
         try vault.verifyPasscode(auth)
         let enrollment = try await fingerprint()
@@ -167,6 +168,7 @@ public final class TouchstoneDevice: @unchecked Sendable {
 
     /// Removes `finger` (nil: every finger). The passcode is checked first.
     public func unenroll(_ finger: Finger?, passcode: SecureBytes) async throws {
+        try vault.requireWritable()
         let auth = PasscodeAuth(passcode: passcode)
         try vault.verifyPasscode(auth)
         guard let recorded = try enrolledReader() else { throw FingerprintError.nothingEnrolled }

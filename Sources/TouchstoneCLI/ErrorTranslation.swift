@@ -56,6 +56,10 @@ struct ErrorTranslation {
                               hint: "touchstone verify --allow-passcode")
         case .biometryNotAvailable(let reason):
             if reason == FingerprintError.busy.description { return fingerprint(.busy) }
+            if reason == AuthenticationContext.readOnlyVaultReason {
+                return CLIFailure(.noReader, "fingerprints are not used: \(reason)",
+                                  hint: "mount it read-write; items that allow the passcode open with it")
+            }
             return CLIFailure(.noReader, "no usable fingerprint reader: \(reason)", hint: readerHint)
         case .biometryNotEnrolled:
             return CLIFailure(.notEnrolled, "no finger is enrolled", hint: "touchstone enroll")
@@ -87,7 +91,14 @@ struct ErrorTranslation {
             return CLIFailure(.tpmFailed, error.description,
                               hint: simulatedTPM ? "this state was made with a real TPM: use another --home for the simulator" : nil)
         case .tpm(let error): return tpm(error)
-        case .futureSchema, .storage, .invalidInput: return CLIFailure(.failure, error.description)
+        case .storage(let what):
+            // "…; run: COMMAND" ends a message that a command fixes.
+            if let run = what.range(of: "; run: ", options: .backwards) {
+                return CLIFailure(.failure, VaultError.storage(String(what[..<run.lowerBound])).description,
+                                  hint: String(what[run.upperBound...]))
+            }
+            return CLIFailure(.failure, error.description)
+        case .futureSchema, .invalidInput: return CLIFailure(.failure, error.description)
         }
     }
 

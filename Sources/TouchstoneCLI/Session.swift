@@ -1,6 +1,7 @@
 import Foundation
 import Touchstone
 import TouchstoneCommandLine
+import class TouchstoneVault.Vault
 
 /// One run of a command: its options, how errors are told, where passcodes
 /// come from, and the device, opened on first use and always closed (the
@@ -36,6 +37,9 @@ final class Session {
 
     /// The library configuration the options describe.
     func configuration() throws -> Configuration {
+        // First the state folder: one the user cannot read would otherwise
+        // show as a simulator that is not running.
+        _ = try Vault.checkStateDirectory(URL(fileURLWithPath: options.home))
         let tcti: String
         switch options.tpm {
         case .simulator:

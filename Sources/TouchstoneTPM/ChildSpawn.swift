@@ -11,6 +11,14 @@ public enum ChildSpawn {
     /// actions the caller set up, and `environment` (nil: this process's).
     public static func start(_ executable: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t,
                              environment: [String: String]? = nil, newSession: Bool = false) throws -> pid_t {
+        try start(executable, bytes: arguments.map { Array($0.utf8) }, actions: &actions,
+                  environment: environment, newSession: newSession)
+    }
+
+    /// The same with each argument given as its bytes, which need not be
+    /// UTF-8 (argv is bytes: the end-to-end tests pass undecodable ones).
+    public static func start(_ executable: String, bytes arguments: [[UInt8]], actions: inout posix_spawn_file_actions_t,
+                             environment: [String: String]? = nil, newSession: Bool = false) throws -> pid_t {
         Swtpm.markDescriptorsCloseOnExec()
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
@@ -25,8 +33,13 @@ public enum ChildSpawn {
         let setsid: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID (glibc), a macro Swift does not import
         posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setsid))
 
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
+        let argv: [UnsafeMutablePointer<CChar>?] = ([Array(executable.utf8)] + arguments).map { bytes in
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (i, byte) in bytes.enumerated() { copy[i] = CChar(bitPattern: byte) }
+            copy[bytes.count] = 0
+            return copy
+        } + [nil]
+        defer { argv.forEach { $0?.deallocate() } }
         let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
         defer { envp?.forEach { free($0) } }
         var pid: pid_t = 0

@@ -27,7 +27,12 @@ struct SwtpmOperationLock: Sendable {
 
     /// Waits for the turn; returns the descriptor holding it.
     func acquire() throws -> Int32 {
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 && (errno == EROFS || errno == EACCES) {
+            // A state folder on a read-only mount: an existing lock file
+            // locks as well through a read-only descriptor.
+            fd = open(path, O_RDONLY | O_CLOEXEC)
+        }
         guard fd >= 0 else {
             throw TPMError.unreachable(detail: "cannot open the swtpm lock \(path): \(String(cString: strerror(errno)))")
         }

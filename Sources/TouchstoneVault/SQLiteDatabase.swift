@@ -1,10 +1,16 @@
 import CSQLite
 import Foundation
+import Glibc
 
 /// A SQLite connection: WAL journal, foreign keys on, a busy timeout so two
 /// processes writing at once wait for each other instead of failing.
 /// Serialised by a lock. Prepared statements are kept per SQL text and
 /// reused (preparing one costs about as much as running it).
+///
+/// Damage is reported, never repaired: an empty file, a file shorter than
+/// its header says, a page that does not parse are `VaultError.corrupted`,
+/// and a connection that met damage closes without checkpointing, so the
+/// file and its write-ahead log stay byte for byte as they were.
 final class SQLiteDatabase: @unchecked Sendable {
     // @unchecked Sendable: `handle` and `statements` are used only under `lock`.
     private var handle: OpaquePointer?
@@ -15,14 +21,40 @@ final class SQLiteDatabase: @unchecked Sendable {
     private var statements: [String: OpaquePointer] = [:]
     private static let maximumCachedStatements = 64
     let path: String
+    /// Opened read-only: the file is on a read-only file system.
+    let isReadOnly: Bool
 
-    /// Opens (creating if needed, mode 0600) the database at `path`.
-    init(path: String) throws {
+    /// How a connection opens its file.
+    enum OpenMode {
+        /// Read and write, creating the file (mode 0600) if it is missing.
+        case create
+        /// Read and write; the file must exist and hold a database.
+        case existing
+        /// Read only, for a file on a read-only file system, where SQLite
+        /// cannot create the `-shm` index a WAL database needs: opened
+        /// `immutable` when no write-ahead log is there (nothing can change
+        /// the file), else read-only through the log and its index.
+        case readOnly
+    }
+
+    /// Opens the database at `path`.
+    init(path: String, mode: OpenMode = .create) throws {
         self.path = path
+        isReadOnly = mode == .readOnly
+        if mode != .create { try Self.checkFile(path) }
         let existed = FileManager.default.fileExists(atPath: path)
         let previous = umask(0o077)
         defer { umask(previous) }
-        let rc = sqlite3_open_v2(path, &handle, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nil)
+        let (name, flags): (String, Int32)
+        switch mode {
+        case .create: (name, flags) = (path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE)
+        case .existing: (name, flags) = (path, SQLITE_OPEN_READWRITE)
+        case .readOnly:
+            let log = Self.fileSize(path + "-wal") ?? 0
+            name = Self.uri(path) + (log > 0 ? "?mode=ro" : "?immutable=1")
+            flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
+        }
+        let rc = sqlite3_open_v2(name, &handle, flags | SQLITE_OPEN_FULLMUTEX, nil)
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "error \(rc)"
             sqlite3_close(handle)
@@ -33,19 +65,139 @@ final class SQLiteDatabase: @unchecked Sendable {
         sqlite3_busy_timeout(handle, 10_000)
         do {
             // A file that is not a database fails here, at the first read.
-            try execute("PRAGMA journal_mode=WAL")
-            try execute("PRAGMA foreign_keys=ON")
-            try execute("PRAGMA synchronous=NORMAL")
+            if mode == .readOnly {
+                try execute("PRAGMA foreign_keys=ON")
+                try execute("SELECT count(*) FROM sqlite_master")
+            } else {
+                try execute("PRAGMA journal_mode=WAL")
+                try execute("PRAGMA foreign_keys=ON")
+                try execute("PRAGMA synchronous=NORMAL")
+            }
         } catch {
-            sqlite3_close(handle)
-            handle = nil
+            close(checkpoint: false)
             throw error
         }
     }
 
+    /// Checks a file that must already hold a database, before SQLite opens
+    /// it: refuses a missing or empty one, and one shorter than its header
+    /// says unless its write-ahead log holds every missing page (a
+    /// checkpoint cut short leaves that; SQLite reads them from the log).
+    /// SQLite alone would take an empty file for a new database, and would
+    /// read pages missing at the end as zeros where the log holds the
+    /// header, so neither reaches it.
+    private static func checkFile(_ path: String) throws {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            throw VaultError.storage("cannot open \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_size > 0 else {
+            // A vault is created whole (Vault.createDatabase): an empty one was cut.
+            throw VaultError.corrupted("\(path) is empty (0 bytes): it was truncated, or its creation never finished; it was left as it is")
+        }
+        // The header's page count grows with every checkpoint that grows
+        // the file (page 1 holds it), so a file at least that long is whole;
+        // pages past it that a later commit added are in the log.
+        let size = Int(info.st_size)
+        guard let (pageSize, headerPages) = header(path), size < pageSize * headerPages else { return }
+        let log = committedLog(path + "-wal", pageSize: pageSize)
+        let pages = max(headerPages, log.pages)
+        let missing = (size / pageSize + 1)...pages
+        guard missing.allSatisfy(log.holds.contains) else {
+            throw VaultError.corrupted("\(path) is truncated: \(size) bytes where the database has \(pageSize * pages); it was left as it is")
+        }
+    }
+
+    /// The page size and page count the file's header records (the count
+    /// 0 unless valid: SQLite's own rule, the change counter at offset 24
+    /// equals the version-valid-for number at 92).
+    static func header(_ path: String) -> (pageSize: Int, pages: Int)? {
+        guard let header = read(path, count: 100), header.count == 100,
+              Array(header[0..<16]) == Array("SQLite format 3\0".utf8) else { return nil }
+        let rawPageSize = Int(header[16]) << 8 | Int(header[17])
+        let pageSize = rawPageSize == 1 ? 65536 : rawPageSize
+        guard pageSize >= 512 else { return nil }
+        return (pageSize, u32(header, 24) == u32(header, 92) ? u32(header, 28) : 0)
+    }
+
+    /// The pages that committed frames of the write-ahead log at `path`
+    /// hold, and the database size in pages its last commit records.
+    /// Format (sqlite.org/fileformat2.html, "WAL file format"): a 32-byte
+    /// header (page size at 8, salts at 16), then frames of a 24-byte
+    /// header (page number at 0, the database size at 4 on a commit frame,
+    /// the salts at 8) and a page. Frames whose salts differ are left over
+    /// from before the log restarted; frames after the last commit frame
+    /// are not committed.
+    static func committedLog(_ path: String, pageSize: Int) -> (holds: Set<Int>, pages: Int) {
+        guard let log = read(path, count: nil), log.count >= 32, u32(log, 8) == pageSize else { return ([], 0) }
+        let salts = Array(log[16..<24])
+        var committed = Set<Int>(), pending = Set<Int>(), pages = 0
+        var offset = 32
+        while offset + 24 + pageSize <= log.count, Array(log[offset + 8..<offset + 16]) == salts {
+            pending.insert(u32(log, offset))
+            if u32(log, offset + 4) != 0 {
+                committed.formUnion(pending)
+                pending = []
+                pages = u32(log, offset + 4)
+            }
+            offset += 24 + pageSize
+        }
+        return (committed, pages)
+    }
+
+    private static func u32(_ bytes: [UInt8], _ offset: Int) -> Int {
+        bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+    }
+
+    /// The first `count` bytes of a file (all when nil), nil if unreadable.
+    private static func read(_ path: String, count: Int?) -> [UInt8]? {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { Glibc.close(fd) }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while count.map({ out.count < $0 }) ?? true {
+            let want = min(buffer.count, count.map { $0 - out.count } ?? buffer.count)
+            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { break }
+            out.append(contentsOf: buffer[0..<n])
+        }
+        return out
+    }
+
+    static func fileSize(_ path: String) -> Int? {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : nil
+    }
+
+    /// `path` as a `file:` URI (RFC 3986: unreserved characters and `/`
+    /// kept, everything else percent-encoded).
+    static func uri(_ path: String) -> String {
+        let kept = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/".utf8)
+        var out = "file:"
+        for byte in path.utf8 {
+            if kept.contains(byte) { out.append(Character(Unicode.Scalar(byte))) }
+            else { out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true) }
+        }
+        return out
+    }
+
+    /// Closes the connection (a no-op when closed). With `checkpoint`
+    /// false, the write-ahead log is left as it is.
+    func close(checkpoint: Bool = true) {
+        locked {
+            guard let handle else { return }
+            if !checkpoint { ts_sqlite_no_checkpoint_on_close(handle) }
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements = [:]
+            sqlite3_close_v2(handle)
+            self.handle = nil
+        }
+    }
+
     deinit {
-        for statement in statements.values { sqlite3_finalize(statement) }
-        sqlite3_close_v2(handle)
+        close()
     }
 
     /// Runs `sql` (one or more statements, no results).
@@ -56,7 +208,7 @@ final class SQLiteDatabase: @unchecked Sendable {
             if rc != SQLITE_OK {
                 let message = error.map { String(cString: $0) } ?? "error \(rc)"
                 sqlite3_free(error)
-                throw Self.error(rc, message)
+                throw failure(rc, message)
             }
         }
     }
@@ -77,12 +229,12 @@ final class SQLiteDatabase: @unchecked Sendable {
                 case .blob(let v):
                     rc = v.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), ts_sqlite_transient) }
                 }
-                guard rc == SQLITE_OK else { throw Self.error(rc, String(cString: sqlite3_errmsg(handle))) }
+                guard rc == SQLITE_OK else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
             }
             while true {
                 let rc = sqlite3_step(statement)
                 if rc == SQLITE_DONE { break }
-                guard rc == SQLITE_ROW else { throw Self.error(rc, String(cString: sqlite3_errmsg(handle))) }
+                guard rc == SQLITE_ROW else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
                 try row(SQLRow(statement: statement))
             }
         }
@@ -93,7 +245,7 @@ final class SQLiteDatabase: @unchecked Sendable {
         let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard prepared == SQLITE_OK, let statement else {
             sqlite3_finalize(statement)
-            throw Self.error(prepared, String(cString: sqlite3_errmsg(handle)))
+            throw failure(prepared, String(cString: sqlite3_errmsg(handle)))
         }
         return statement
     }
@@ -144,13 +296,31 @@ final class SQLiteDatabase: @unchecked Sendable {
         return try body()
     }
 
-    static func error(_ rc: Int32, _ message: String) -> VaultError {
+    /// The vault's error for a SQLite result code. Damage also stops this
+    /// connection from checkpointing into the file when it closes.
+    private func failure(_ rc: Int32, _ message: String) -> VaultError {
         switch rc & 0xff {
-        case SQLITE_CORRUPT, SQLITE_NOTADB: return .corrupted("the database is damaged or not a Touchstone vault (\(message))")
-        case SQLITE_READONLY, SQLITE_CANTOPEN, SQLITE_PERM, SQLITE_IOERR, SQLITE_FULL:
-            return .storage(message)
+        case SQLITE_CORRUPT, SQLITE_NOTADB:
+            return damaged("the database \(path) is damaged or not a Touchstone vault (\(message))")
+        case SQLITE_READONLY where isReadOnly:
+            return Self.readOnly(path)
+        case SQLITE_CANTOPEN where isReadOnly:
+            return .storage("cannot read \(path) on a read-only file system: its write-ahead log (-wal) holds changes that need the -shm index, which is missing and cannot be made there; mount it read-write once")
         default: return .storage(message)
         }
+    }
+
+    /// A damage report; the connection will close without a checkpoint.
+    private func damaged(_ what: String) -> VaultError {
+        if let handle { ts_sqlite_no_checkpoint_on_close(handle) }
+        return .corrupted(what)
+    }
+
+    /// The error for a change refused because the vault's file system is
+    /// read-only.
+    static func readOnly(_ path: String) -> VaultError {
+        let folder = (path as NSString).deletingLastPathComponent
+        return .storage("cannot change the vault: \(folder) is on a read-only file system (reading works)")
     }
 }
 

@@ -70,6 +70,9 @@ enum Schema {
         var version = 0
         try db.query("PRAGMA user_version") { version = Int($0.integer(0)) }
         guard version <= current else { throw VaultError.futureSchema(version) }
+        // An older (or unfinished) vault needs writing, which a read-only
+        // file system refuses.
+        if version < current && db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
         if version == 0 {
             // A new vault is an empty file. Tables already there mean another
             // program's database: never migrate (change) it.

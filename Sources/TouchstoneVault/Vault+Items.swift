@@ -52,6 +52,7 @@ extension Vault {
     /// passcode must be set for any access other than `none`.
     public func add(_ secret: SecureBytes, attributes: ItemAttributes) throws {
         try validate(attributes)
+        try requireWritable()
         guard (1...Self.maximumSecretSize).contains(secret.count) else {
             throw VaultError.invalidInput("a secret is 1 byte to 1 MiB, not \(secret.count) bytes")
         }
@@ -314,6 +315,7 @@ extension Vault {
     public func update(service: String, account: String, secret newSecret: SecureBytes? = nil,
                        label: String?? = nil, comment: String?? = nil, generic: Data?? = nil,
                        proof: VaultProof = .none) throws {
+        try requireWritable()
         let (item, old) = try load(service: service, account: account)
         var attributes = old
         if let label { attributes.label = label }
@@ -337,6 +339,7 @@ extension Vault {
     /// Deletes the item (no authentication, as SecItemDelete). A corrupted
     /// item can be deleted too.
     public func delete(service: String, account: String) throws {
+        try requireWritable()
         let lookup = lookupHash(service: service, account: account)
         try db.query("DELETE FROM items WHERE lookup = ?", [.blob(lookup)])
         if db.changes == 0 {

@@ -26,6 +26,7 @@ extension Vault {
     /// Sets the first passcode. `domainState` is the enrolment set's state
     /// now (with no finger: any fresh random value).
     public func setPasscode(_ passcode: PasscodeAuth, domainState: [UInt8]) throws {
+        try requireWritable()
         guard try enrolmentIndex() == nil else { throw VaultError.passcodeAlreadySet }
         let index = try withTPM { try tpm.freeEnrolmentIndex() }
         try withTPM { try tpm.defineEnrolmentIndex(index, passcode: passcode, initialState: domainState) }
@@ -73,6 +74,7 @@ extension Vault {
 
     /// Replaces the passcode. Nothing changes if `old` is wrong.
     public func changePasscode(from old: PasscodeAuth, to new: PasscodeAuth) throws {
+        try requireWritable()
         guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
         try verifyPasscode(old)
         let keys = try classKeys().values.filter { $0.kind == .passcode || $0.kind == .biometryAny }
@@ -105,6 +107,7 @@ extension Vault {
     /// Returns how many items were deleted.
     @discardableResult
     public func removePasscode(_ passcode: PasscodeAuth) throws -> Int {
+        try requireWritable()
         guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
         try verifyPasscode(passcode)
         let doomed = try list().compactMap { item -> [UInt8]? in
@@ -128,6 +131,7 @@ extension Vault {
     /// key to it, and makes a biometry-current-set class key for it. Keys
     /// sealed to earlier states stay closed for good.
     public func enrolmentChanged(to state: [UInt8], passcode: PasscodeAuth) throws {
+        try requireWritable()
         guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
         let condition = BiometricCondition(nvIndex: index, domainState: state)
         guard let any = try classKeys().values.filter({ $0.kind == .biometryAny }).max(by: { $0.id < $1.id }) else {
@@ -155,12 +159,17 @@ extension Vault {
     /// Counts a failed match; returns the new count.
     @discardableResult
     public func recordBiometricFailure() throws -> Int {
-        try db.transaction {
+        try requireWritable()
+        return try db.transaction {
             let count = (try metaInt("biometric_failures") ?? 0) + 1
             try setMetaInt("biometric_failures", count)
             return count
         }
     }
 
-    public func resetBiometricFailures() throws { try setMetaInt("biometric_failures", 0) }
+    /// Clears the count (a read-only vault keeps it: a lockout stays).
+    public func resetBiometricFailures() throws {
+        guard !isReadOnly else { return }
+        try setMetaInt("biometric_failures", 0)
+    }
 }

@@ -33,12 +33,16 @@ public final class Vault: @unchecked Sendable {
     /// Opens (creating on first use) the vault in `home`.
     ///
     /// The folder must be private: created 0700, and an existing one that
-    /// group or others can read is refused (fix it with chmod 700).
+    /// group or others can read is refused (fix it with chmod 700). On a
+    /// read-only file system the vault opens read-only: listing and reading
+    /// work, changes are refused (`isReadOnly`).
     public init(home: URL, tpm: TPM) throws {
         self.home = home
         self.tpm = tpm
-        try Self.preparePrivateDirectory(home)
-        db = try SQLiteDatabase(path: home.appendingPathComponent(Self.databaseName).path)
+        let writable = try Self.preparePrivateDirectory(home)
+        let path = home.appendingPathComponent(Self.databaseName).path
+        if writable { try Self.createDatabase(at: path) }
+        db = try SQLiteDatabase(path: path, mode: writable ? .existing : .readOnly)
         try Schema.migrate(db)
         let root = try Self.rootKey(db, tpm)
         metadataKey = Crypto.subkey(root, "metadata")
@@ -46,24 +50,98 @@ public final class Vault: @unchecked Sendable {
         deviceKey = Crypto.subkey(root, "device-wrap")
     }
 
-    static func preparePrivateDirectory(_ url: URL) throws {
+    /// Whether the vault was opened read-only (its folder is on a read-only
+    /// file system): every change is refused.
+    public var isReadOnly: Bool { db.isReadOnly }
+
+    /// Throws the read-only error when the vault cannot be changed. Called
+    /// before anything that writes, so no TPM state changes first.
+    public func requireWritable() throws {
+        if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
+    }
+
+    /// Checks an existing state folder: a directory, private (not readable
+    /// by group or others), which this user may read and search. Returns
+    /// nil when it does not exist, else whether it is writable (false: on a
+    /// read-only file system). Messages end with "; run: COMMAND" when a
+    /// command fixes it.
+    public static func checkStateDirectory(_ url: URL) throws -> Bool? {
         let path = url.path
         var info = stat()
-        if stat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFDIR else { throw VaultError.storage("\(path) is not a directory") }
-            guard info.st_mode & 0o077 == 0 else {
-                throw VaultError.storage("\(path) is readable by other users (mode \(String(info.st_mode & 0o777, radix: 8))); run: chmod 700 \(path)")
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { return nil }
+            throw VaultError.storage("cannot open the state folder \(path): \(String(cString: strerror(errno)))")
+        }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw VaultError.storage("\(path) is not a directory") }
+        let digits = String(info.st_mode & 0o777, radix: 8)
+        let mode = String(repeating: "0", count: max(0, 3 - digits.count)) + digits
+        guard info.st_mode & 0o077 == 0 else {
+            throw VaultError.storage("\(path) is readable by other users (mode \(mode)); run: chmod 700 \(path)")
+        }
+        let fix = info.st_uid == geteuid() ? "; run: chmod 700 \(path)"
+                                            : ", and it belongs to another user (uid \(info.st_uid))"
+        guard access(path, R_OK | X_OK) == 0 else {
+            throw VaultError.storage("cannot read the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(fix)")
+        }
+        guard access(path, W_OK) == 0 else {
+            if errno == EROFS { return false }
+            throw VaultError.storage("cannot write to the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(fix)")
+        }
+        return true
+    }
+
+    /// Checks the state folder, or creates it (0700). Returns whether it is
+    /// writable.
+    static func preparePrivateDirectory(_ url: URL) throws -> Bool {
+        if let writable = try checkStateDirectory(url) { return writable }
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
+                                                    attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw VaultError.storage("cannot create \(url.path): \(error.localizedDescription)")
+        }
+        return true
+    }
+
+    /// Creates the database at `path` if there is none, whole: the schema
+    /// is written to a temporary file beside it, which is then linked into
+    /// place. A vault file is therefore never empty, and an empty one is
+    /// damage, not a new vault (SQLite alone would take it for one). When
+    /// two processes create it at once, the first link wins and both use it.
+    static func createDatabase(at path: String) throws {
+        var info = stat()
+        if lstat(path, &info) == 0 { return }
+        guard errno == ENOENT else { throw VaultError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        let temporary = "\(path).new-\(getpid())"
+        let leftovers = ["", "-wal", "-shm", "-journal"].map { temporary + $0 }
+        leftovers.forEach { unlink($0) }  // of a creation by a process with this PID that died
+        defer { leftovers.forEach { unlink($0) } }
+        let fresh = try SQLiteDatabase(path: temporary, mode: .create)
+        try Schema.migrate(fresh)
+        var busy: Int64 = 1
+        try fresh.query("PRAGMA wal_checkpoint(TRUNCATE)") { busy = $0.integer(0) }
+        fresh.close()
+        guard busy == 0, (SQLiteDatabase.fileSize(temporary + "-wal") ?? 0) == 0,
+              (SQLiteDatabase.fileSize(temporary) ?? 0) > 0 else {
+            throw VaultError.storage("cannot create \(path): the new database was not written out")
+        }
+        if link(temporary, path) != 0 {
+            let code = errno
+            if code == EEXIST { return }  // another process made it first
+            // No hard links on this file system: a rename, unless the file
+            // appeared meanwhile.
+            guard code == EPERM || code == EOPNOTSUPP else {
+                throw VaultError.storage("cannot create \(path): \(String(cString: strerror(code)))")
             }
-            guard access(path, R_OK | W_OK | X_OK) == 0 else {
-                throw VaultError.storage("\(path) is not writable: \(String(cString: strerror(errno)))")
+            if lstat(path, &info) == 0 { return }
+            guard rename(temporary, path) == 0 else {
+                throw VaultError.storage("cannot create \(path): \(String(cString: strerror(errno)))")
             }
-        } else {
-            do {
-                try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
-                                                        attributes: [.posixPermissions: 0o700])
-            } catch {
-                throw VaultError.storage("cannot create \(path): \(error.localizedDescription)")
-            }
+        }
+        let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folder >= 0 {
+            fsync(folder)
+            close(folder)
         }
     }
 
@@ -121,6 +199,8 @@ public final class Vault: @unchecked Sendable {
                 throw VaultError.tpm(error)
             }
         }
+        // No root key yet: none can be made in a read-only vault.
+        if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
         let key = SecureBytes.random(count: Crypto.keySize)
         let blob: SealedBlob
         do { blob = try tpm.seal(key, policy: .deviceBound) } catch let error as TPMError { throw VaultError.tpm(error) }
@@ -159,6 +239,7 @@ extension Vault {
     }
 
     public func setSetting(_ key: String, _ value: String?) throws {
+        try requireWritable()
         try setMeta("setting." + key, value.map { Array($0.utf8) })
     }
 }

@@ -36,10 +36,20 @@ final class CLISandbox {
     }
 
     /// Runs touchstone to completion.
+    /// `wrapper` runs it under another command (see `CLIProcess.start`).
     @discardableResult
-    func run(_ arguments: [String], stdin: [UInt8] = [], fd3: [UInt8]? = nil, timeout: TimeInterval = 120) -> CLIResult {
+    func run(_ arguments: [String], stdin: [UInt8] = [], fd3: [UInt8]? = nil, timeout: TimeInterval = 120,
+             wrapper: [String] = []) -> CLIResult {
+        run(bytes: arguments.map { Array($0.utf8) }, stdin: stdin, fd3: fd3, timeout: timeout, wrapper: wrapper)
+    }
+
+    /// Runs touchstone with arguments given as bytes (which need not be UTF-8).
+    @discardableResult
+    func run(bytes arguments: [[UInt8]], stdin: [UInt8] = [], fd3: [UInt8]? = nil, timeout: TimeInterval = 120,
+             wrapper: [String] = []) -> CLIResult {
         do {
-            return try start(arguments, stdin: stdin, fd3: fd3).wait(timeout: timeout)
+            return try CLIProcess.start(bytes: arguments, stdin: stdin, fd3: fd3, environment: environment,
+                                        scratch: scratch, wrapper: wrapper).wait(timeout: timeout)
         } catch {
             return CLIResult(code: -1, stdout: [], stderr: "\(error)")
         }

@@ -141,6 +141,45 @@ struct VaultTamperTests {
         #expect(try Data(contentsOf: path) == junk)
     }
 
+    @Test("an empty vault file is refused as damaged, not taken for a new vault, and left empty")
+    func emptyDatabase() throws {
+        let rig = try VaultRig()
+        try rig.vault.add(secret("x"), attributes: ItemAttributes(service: "s", account: "a", access: .none))
+        let path = rig.home.appendingPathComponent(Vault.databaseName).path
+        #expect(truncate(path, 0) == 0)
+        do {
+            _ = try rig.reopen()
+            Issue.record("an empty file opened as a vault")
+        } catch let e as VaultError {
+            guard case .corrupted(let why) = e else { Issue.record("expected corrupted, got \(e)"); return }
+            #expect(why.contains("is empty (0 bytes)"))
+        }
+        #expect(SQLiteDatabase.fileSize(path) == 0)
+    }
+
+    @Test("processes creating the vault at once: one is made, all open it, no file is left aside")
+    func concurrentCreation() throws {
+        let tpmRig = try SwtpmRig()
+        let home = URL(fileURLWithPath: tpmRig.directory).appendingPathComponent("home")
+        let opened = NSLock()
+        nonisolated(unsafe) var vaults: [Vault] = []
+        nonisolated(unsafe) var failures: [String] = []
+        DispatchQueue.concurrentPerform(iterations: 4) { _ in
+            do {
+                let vault = try Vault(home: home, tpm: try tpmRig.tpm())
+                opened.withLock { vaults.append(vault) }
+            } catch {
+                opened.withLock { failures.append("\(error)") }
+            }
+        }
+        #expect(failures.isEmpty, "\(failures)")
+        try #require(vaults.count == 4)
+        try vaults[0].add(secret("shared"), attributes: ItemAttributes(service: "s", account: "a", access: .none))
+        for vault in vaults { #expect(string(try vault.secret(service: "s", account: "a", proof: .none)) == "shared") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: home.path)
+        #expect(!names.contains { $0.contains(".new-") }, "\(names)")
+    }
+
     @Test("another program's SQLite database at the vault's path is refused and left unchanged")
     func foreignDatabase() throws {
         let tpmRig = try SwtpmRig()

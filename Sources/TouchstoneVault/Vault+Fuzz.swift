@@ -1,0 +1,37 @@
+/// The body of the `ItemRecord` fuzz target, here so that the libFuzzer
+/// entry (fuzz/ItemRecord.swift, built by scripts/fuzz) and the regression
+/// test that replays every committed input (VaultTests, FuzzReplayTests)
+/// run the very same code.
+extension Vault {
+    /// Feeds `bytes` to the record decoders: as the attributes' record
+    /// (binary, or the first release's JSON; after decryption), as an item's
+    /// keys record, as a schema 1 wrap's class key id list, as an
+    /// access-control spec. None may trap. Returns nil, or the invariant the input broke.
+    static func fuzzRecordCheck(_ bytes: [UInt8]) -> String? {
+        if let attributes = try? bytes.withUnsafeBytes({ try decodeAttributes($0) }) {
+            _ = attributes.access.alternatives
+            _ = attributes.access.description
+            // A binary record that decodes encodes back to a record that
+            // decodes to the same attributes (dates aside: Foundation keeps
+            // them relative to 2001, so their last bit may move).
+            if bytes.first == AttributeCodec.format {
+                var again = AttributeCodec.encode(attributes).withUnsafeBytes { AttributeCodec.decode($0) }
+                again?.created = attributes.created
+                again?.modified = attributes.modified
+                if again != attributes { return "the attributes record does not encode back to itself" }
+            }
+        }
+        if let wraps = WrapCodec.decode(bytes), WrapCodec.encode(wraps) != bytes {
+            return "the keys record does not encode back to itself"
+        }
+        let text = String(decoding: bytes, as: UTF8.self)
+        if let ids = parseClassKeyIDs(text), ids.isEmpty || !ids.allSatisfy({ $0 >= 0 }) {
+            return "parsed a bad class key id list: \(ids)"
+        }
+        if let access = try? AccessControl(spec: text), (try? AccessControl(spec: access.description)) != access {
+            // A parsed spec prints back to a spec that parses to the same value.
+            return "the access spec \(access.description) does not parse back to itself"
+        }
+        return nil
+    }
+}
