@@ -1,0 +1,132 @@
+import Foundation
+import Glibc
+import Testing
+@testable import TouchstoneVault
+
+/// The small version of scripts/crash-harness: add, update and delete run
+/// through the built binary and SIGKILLed at random moments inside them.
+/// A killed command may have taken effect or not, never half; a command
+/// that finished must have done exactly what its exit code says; the list
+/// always matches the model, and SQLite finds the file intact at the end.
+@Suite("touchstone: SIGKILL in the middle of add, update, delete (subprocess)", .serialized)
+struct CrashSafetyTests {
+    static let kills = 24
+    static let service = "crash"
+
+    /// One account of the model: its access and its bytes (nil: absent).
+    struct Entry {
+        let passcode: Bool
+        var bytes: [UInt8]?
+    }
+
+    @Test("24 kills at random moments: every item is its old or its new bytes, never anything else")
+    func randomKills() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        var rng = SystemRandomNumberGenerator()
+        var serial = 0
+        func secret() -> [UInt8] {
+            serial += 1
+            let size = Int.random(in: 1...(Bool.random(using: &rng) ? 48 : 6000), using: &rng)
+            return Array("\(serial)\0".utf8) + (0..<size).map { _ in UInt8.random(in: 0...255, using: &rng) }
+        }
+        let fd3 = CLISandbox.line(CLISandbox.passcode)
+        func arguments(_ op: String, _ account: String, _ passcode: Bool) -> [String] {
+            switch op {
+            case "add": return ["--sim", "add", Self.service, account, "--access", passcode ? "passcode" : "none"]
+            case "update": return ["--sim", "update", Self.service, account] + (passcode ? ["--passcode-fd", "3"] : [])
+            default: return ["--sim", "delete", Self.service, account]
+            }
+        }
+
+        // The model, every item stored once (unkilled).
+        var model: [String: Entry] = [:]
+        for (n, account) in ["p0", "p1", "n0", "n1", "n2", "n3"].enumerated() {
+            let bytes = secret()
+            let added = sandbox.run(arguments("add", account, n < 2), stdin: bytes)
+            try #require(added.code == 0, "\(added.stderr)")
+            model[account] = Entry(passcode: n < 2, bytes: bytes)
+        }
+
+        // The typical wall time of each command, unkilled, on an item of its own.
+        var typical: [String: TimeInterval] = [:]
+        var walls: [String: [TimeInterval]] = [:]
+        for n in 0..<3 {
+            for op in ["add", "update", "delete"] {
+                let started = Date()
+                let result = sandbox.run(arguments(op, "calibrate-\(n)", false), stdin: op == "delete" ? [] : secret())
+                walls[op, default: []].append(Date().timeIntervalSince(started))
+                try #require(result.code == 0, "\(op): \(result.stderr)")
+            }
+        }
+        for (op, values) in walls { typical[op] = values.sorted()[values.count / 2] }
+
+        func observe(_ account: String) -> [UInt8]?? {
+            let got = sandbox.run(["--sim", "get", Self.service, account] + (model[account]!.passcode ? ["--passcode-fd", "3"] : []),
+                                  fd3: fd3)
+            if got.code == 0 { return .some(got.stdout) }
+            if got.code == 8 { return .some(nil) }
+            Issue.record("get \(account): exit \(got.code): \(got.stderr)")
+            return nil
+        }
+        func checkList(_ when: String) throws {
+            let listed = sandbox.run(["--sim", "list", "--service", Self.service, "--json"])
+            try #require(listed.code == 0, "\(listed.stderr)")
+            let items = try #require(try JSONSerialization.jsonObject(with: Data(listed.stdout)) as? [[String: Any]])
+            #expect(items.allSatisfy { $0["state"] as? String == "ok" }, "\(when)")
+            let shown = Set(items.compactMap { $0["account"] as? String })
+            #expect(shown == Set(model.filter { $0.value.bytes != nil }.keys), "\(when)")
+        }
+
+        var kills = 0, tookEffect = 0, finished = 0, iterations = 0
+        while kills < Self.kills && iterations < 6 * Self.kills {
+            iterations += 1
+            let present = model.keys.filter { model[$0]!.bytes != nil }.sorted()
+            let absent = model.keys.filter { model[$0]!.bytes == nil }.sorted()
+            var op = ["add", "update", "update", "delete"].randomElement(using: &rng)!
+            if op == "add" && absent.isEmpty { op = "update" }
+            if op != "add" && present.isEmpty { op = "add" }
+            let account = (op == "add" ? absent : present).randomElement(using: &rng)!
+            let entry = model[account]!
+            let data = op == "delete" ? [] : secret()
+            let effect: [UInt8]? = op == "delete" ? nil : data
+
+            let delay = TimeInterval.random(in: 0...typical[op]!, using: &rng)
+            let started = Date()
+            let running = try sandbox.start(arguments(op, account, entry.passcode), stdin: data, fd3: fd3)
+            let remaining = delay - Date().timeIntervalSince(started)
+            if remaining > 0 { usleep(useconds_t(remaining * 1_000_000)) }
+            if running.poll() == nil { running.signal(SIGKILL) }
+            let result = running.wait()
+            let killed = result.code == 128 + SIGKILL
+
+            guard let seen = observe(account) else { break }
+            if killed {
+                kills += 1
+                #expect(seen == entry.bytes || seen == effect,
+                        "killed \(op) \(account) after \(Int(delay * 1000)) ms: \(seen?.count ?? -1) bytes, neither old nor new")
+                if seen == effect { tookEffect += 1 }
+            } else {
+                finished += 1
+                #expect(result.code == 0, "\(op) \(account): \(result.stderr)")
+                #expect(seen == effect, "\(op) \(account) exited 0 but its effect is not there")
+            }
+            model[account]!.bytes = seen
+            try checkList("after \(killed ? "killed " : "")\(op) \(account)")
+        }
+        #expect(kills == Self.kills, "only \(kills) of \(Self.kills) kills landed in \(iterations) commands")
+
+        // Everything once more, then the file itself.
+        for (account, entry) in model {
+            #expect(observe(account) == .some(entry.bytes), "\(account)")
+        }
+        try checkList("at the end")
+        let db = try SQLiteDatabase(path: sandbox.home + "/vault.sqlite")
+        #expect(try db.rows("PRAGMA integrity_check", []) { $0.text(0) } == ["ok"])
+        #expect(try db.rows("PRAGMA foreign_key_check", []) { $0.text(0) }.isEmpty)
+        #expect(try db.rows("SELECT count(*) FROM items WHERE id NOT IN (SELECT item_id FROM wraps)", []) { $0.integer(0) } == [0])
+        #expect(try db.rows("SELECT count(*) FROM wraps WHERE item_id NOT IN (SELECT id FROM items)", []) { $0.integer(0) } == [0])
+        print("CrashSafetyTests: \(kills) kills (\(tookEffect) had taken effect), \(finished) commands finished before their kill moment")
+    }
+}
