@@ -92,4 +92,76 @@ struct TPMFaultTests {
         #expect(again.code == 0, "\(again.stderr)")
         #expect(again.stdoutText == "behind the passcode")
     }
+
+    /// Where a `passcode change` is cut: checking the current passcode
+    /// (the passcode class key's Unseal, after the root key's), re-sealing
+    /// the first class key for the new one, and the second (the change's
+    /// last TPM command: what follows is the database commit).
+    static let changeCuts: [(UInt32, Int, TPMTap.Moment)] = [
+        (TPMTap.unseal, 2, .beforeTPM),
+        (TPMTap.objectChangeAuth, 1, .afterTPM),
+        (TPMTap.objectChangeAuth, 2, .afterTPM),
+    ]
+
+    @Test("passcode change: its last TPM command is a re-seal; it moves nothing on the TPM (no NV_ChangeAuth)")
+    func passcodeChangeCommands() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
+        // A tap that waits for a command the change must not send.
+        let tap = try TPMTap(simulatorHome: sandbox.home, target: TPMTap.nvChangeAuth, moment: .beforeTPM)
+        let changed = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"],
+                                  fd3: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("the-new-one"))
+        tap.stop()
+        #expect(changed.code == 0, "\(changed.stderr)")
+        #expect(!tap.killed)
+        #expect(!tap.seen.contains(TPMTap.nvChangeAuth))
+        #expect(tap.seen.filter { $0 == TPMTap.objectChangeAuth }.count == 2)
+        // After the last re-seal only flushes (TPM2_FlushContext) of what it loaded.
+        let last = try #require(tap.seen.lastIndex(of: TPMTap.objectChangeAuth))
+        #expect(tap.seen[(last + 1)...].allSatisfy { $0 == TPMTap.flushContext },
+                "commands: \(tap.seen.map { String($0, radix: 16) })")
+        let opened = sandbox.run(["--sim", "get", "s", "p", "--passcode-fd", "3"], fd3: CLISandbox.line("the-new-one"))
+        #expect(opened.stdoutText == "behind the passcode")
+        let again = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"],
+                                fd3: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("x"))
+        #expect(again.code == 2)  // the old passcode no longer
+    }
+
+    @Test("passcode change, swtpm killed during it: the old passcode still opens, changes and enrols",
+          arguments: 0..<changeCuts.count)
+    func passcodeChange(_ cut: Int) throws {
+        let (target, occurrence, moment) = Self.changeCuts[cut]
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
+        let before = try Self.snapshot(sandbox.home)
+        let old = CLISandbox.line(CLISandbox.passcode)
+        let change = ["--sim", "passcode", "change", "--passcode-fd", "3"]
+
+        let tap = try TPMTap(simulatorHome: sandbox.home, target: target, occurrence: occurrence, moment: moment)
+        let result = sandbox.run(change, fd3: old + CLISandbox.line("interrupted-new"))
+        tap.stop()
+        #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
+        Self.expectTPMFailure(result, "passcode change")
+        #expect(try Self.snapshot(sandbox.home) == before)
+
+        Self.restart(sandbox)
+        let get = ["--sim", "get", "s", "p", "--passcode-fd", "3"]
+        let opened = sandbox.run(get, fd3: old)
+        #expect(opened.code == 0, "the old passcode: \(opened.stderr)")
+        #expect(opened.stdoutText == "behind the passcode")
+        #expect(sandbox.run(get, fd3: CLISandbox.line("interrupted-new")).code == 2)
+        // The old passcode still does everything a passcode does: enrol
+        // (which writes the TPM's enrolment index with it) and change.
+        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+        let changed = sandbox.run(change, fd3: old + CLISandbox.line("another-new"))
+        #expect(changed.code == 0, "changing from the old passcode: \(changed.stderr)")
+        #expect(sandbox.run(get, fd3: CLISandbox.line("another-new")).stdoutText == "behind the passcode")
+        // ... and the enrolment index now takes the new one (unenrolling writes it).
+        let unenrolled = sandbox.run(["--sim", "unenroll", "--all", "--passcode-fd", "3"], fd3: CLISandbox.line("another-new"))
+        #expect(unenrolled.code == 0, "unenroll with the new passcode: \(unenrolled.stderr)")
+    }
 }

@@ -24,7 +24,7 @@ final class TPMTap: @unchecked Sendable {
     static let unseal: UInt32 = 0x15E
     static let objectChangeAuth: UInt32 = 0x150
     static let nvChangeAuth: UInt32 = 0x13B
-    static let startAuthSession: UInt32 = 0x176
+    static let flushContext: UInt32 = 0x165
 
     let swtpm: Swtpm
     let target: UInt32
