@@ -129,4 +129,74 @@ struct CrashSafetyTests {
         #expect(try db.rows("SELECT count(*) FROM wraps WHERE item_id NOT IN (SELECT id FROM items)", []) { $0.integer(0) } == [0])
         print("CrashSafetyTests: \(kills) kills (\(tookEffect) had taken effect), \(finished) commands finished before their kill moment")
     }
+
+    /// The sealed blobs of the class keys a passcode change re-seals.
+    static func passcodeBlobs(_ home: String) throws -> [String] {
+        let db = try SQLiteDatabase(path: home + "/vault.sqlite")
+        return try db.rows("SELECT kind || ' ' || hex(sealed) FROM class_keys WHERE kind IN ('passcode', 'biometry-any') ORDER BY id", []) {
+            $0.text(0)
+        }
+    }
+
+    @Test("passcode change killed at random moments: the old passcode or the new one, in full; the one in force enrols")
+    func passcodeChangeKills() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
+        let change = ["--sim", "passcode", "change", "--passcode-fd", "3"]
+        let get = ["--sim", "get", "s", "p", "--passcode-fd", "3"]
+        var current = CLISandbox.passcode
+
+        // Its typical wall time, unkilled (and back).
+        var walls: [TimeInterval] = []
+        for n in 0..<4 {
+            let next = "calibrate-\(n)"
+            let started = Date()
+            let result = sandbox.run(change, fd3: CLISandbox.line(current) + CLISandbox.line(next))
+            walls.append(Date().timeIntervalSince(started))
+            try #require(result.code == 0, "\(result.stderr)")
+            current = next
+        }
+        let typical = walls.sorted()[walls.count / 2]
+
+        var rng = SystemRandomNumberGenerator()
+        var kills = 0, tookEffect = 0
+        for n in 0..<24 where kills < 12 {
+            let next = "new-\(n)"
+            let before = try Self.passcodeBlobs(sandbox.home)
+            let delay = TimeInterval.random(in: 0...typical, using: &rng)
+            let started = Date()
+            let running = try sandbox.start(change, fd3: CLISandbox.line(current) + CLISandbox.line(next))
+            let remaining = delay - Date().timeIntervalSince(started)
+            if remaining > 0 { usleep(useconds_t(remaining * 1_000_000)) }
+            if running.poll() == nil { running.signal(SIGKILL) }
+            let result = running.wait()
+            let after = try Self.passcodeBlobs(sandbox.home)
+            #expect(after.count == before.count)
+            // Every re-sealed blob changed, or none did: never half.
+            let changed = zip(before, after).filter { $0 != $1 }.count
+            #expect(changed == 0 || changed == before.count, "after \(Int(delay * 1000)) ms: \(changed) of \(before.count) blobs changed")
+            if result.code == 128 + SIGKILL {
+                kills += 1
+                if changed > 0 { tookEffect += 1 }
+            } else {
+                #expect(result.code == 0, "\(result.stderr)")
+                #expect(changed == before.count)
+            }
+            if changed > 0 { current = next }
+            // The passcode in force opens (no wrong try is spent finding out which).
+            let opened = sandbox.run(get, fd3: CLISandbox.line(current))
+            #expect(opened.code == 0, "\(opened.stderr)")
+            #expect(opened.stdoutText == "behind the passcode")
+        }
+        #expect(kills == 12)
+        // The passcode in force also writes the TPM's enrolment index.
+        let enrolling = try sandbox.start(["--sim", "enroll", "right-index-finger", "--passcode-fd", "3"], fd3: CLISandbox.line(current))
+        #expect(sandbox.run(["sim", "touch", "alice", "--count", "5", "--wait", "60"]).code == 0)
+        let enrolled = enrolling.wait()
+        #expect(enrolled.code == 0, "\(enrolled.stderr)")
+        #expect(sandbox.run(["--sim", "status", "--json"]).stdoutText.contains(#""failedTries":0"#))
+        print("CrashSafetyTests: passcode change: \(kills) kills (\(tookEffect) had taken effect)")
+    }
 }
