@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TouchstoneTPM
 @testable import TouchstoneVault
 
 /// The simulator's swtpm killed (SIGKILL: no TPM2_Shutdown, as in a crash)
@@ -45,6 +46,32 @@ struct TPMFaultTests {
         let started = sandbox.run(["sim", "start"])
         #expect(started.code == 0, "sim start after the crash: \(started.stderr)")
         #expect(started.stderr.contains("simulator started"))
+    }
+
+    @Test("a dead swtpm's pid file naming another live process (its PID reused, as after a reboot): not taken for swtpm, never signalled")
+    func reusedPID() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "none"], stdin: Array("kept".utf8)).code == 0)
+        #expect(sandbox.run(["sim", "stop"]).code == 0)
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let other = try ChildSpawn.start("/bin/sleep", ["60"], actions: &actions)
+        defer { kill(other, SIGKILL); _ = ChildSpawn.waitForExit(other) }
+        try "\(other)\n".write(toFile: sandbox.home + "/sim/tpm/pid", atomically: false, encoding: .utf8)
+
+        #expect(sandbox.run(["sim", "status", "--json"]).stdoutText.contains(#""running":false"#))
+        let down = sandbox.run(["--sim", "get", "s", "a"])
+        #expect(down.code == 11)
+        #expect(down.stderr.contains("the simulator is not running"))
+        let started = sandbox.run(["sim", "start"])
+        #expect(started.code == 0, "\(started.stderr)")
+        #expect(started.stderr.contains("simulator started"))
+        #expect(sandbox.run(["--sim", "get", "s", "a"]).stdoutText == "kept")
+        #expect(sandbox.run(["sim", "stop"]).code == 0)
+        var status: Int32 = 0
+        #expect(waitpid(other, &status, WNOHANG) == 0, "the other process was signalled")
     }
 
     @Test("get of an access-none item, swtpm killed at the root key's TPM2_Unseal", arguments: moments)
