@@ -13,6 +13,12 @@ struct CrashSafetyTests {
     static let kills = 24
     static let service = "crash"
 
+    /// As scripts/crash-harness: half the kill moments anywhere in the
+    /// command's typical time T, half aimed at its end (the commit).
+    static func killMoment(_ typical: TimeInterval, _ rng: inout SystemRandomNumberGenerator) -> TimeInterval {
+        Bool.random(using: &rng) ? .random(in: 0...typical, using: &rng) : .random(in: (0.5 * typical)...(1.1 * typical), using: &rng)
+    }
+
     /// One account of the model: its access and its bytes (nil: absent).
     struct Entry {
         let passcode: Bool
@@ -92,7 +98,7 @@ struct CrashSafetyTests {
             let data = op == "delete" ? [] : secret()
             let effect: [UInt8]? = op == "delete" ? nil : data
 
-            let delay = TimeInterval.random(in: 0...typical[op]!, using: &rng)
+            let delay = Self.killMoment(typical[op]!, &rng)
             let started = Date()
             let running = try sandbox.start(arguments(op, account, entry.passcode), stdin: data, fd3: fd3)
             let remaining = delay - Date().timeIntervalSince(started)
@@ -165,7 +171,7 @@ struct CrashSafetyTests {
         for n in 0..<24 where kills < 12 {
             let next = "new-\(n)"
             let before = try Self.passcodeBlobs(sandbox.home)
-            let delay = TimeInterval.random(in: 0...typical, using: &rng)
+            let delay = Self.killMoment(typical, &rng)
             let started = Date()
             let running = try sandbox.start(change, fd3: CLISandbox.line(current) + CLISandbox.line(next))
             let remaining = delay - Date().timeIntervalSince(started)
