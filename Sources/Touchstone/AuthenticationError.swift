@@ -33,7 +33,10 @@ public enum AuthenticationError: Error, Equatable, Sendable {
     /// The TPM refuses passcode attempts for now (its dictionary-attack
     /// lockout); `retryAfterSeconds` when known.
     case passcodeLockout(retryAfterSeconds: UInt32?)
-    /// The TPM or the store failed; the text says how.
+    /// The TPM could not be reached or failed while checking the passcode
+    /// (a wrong passcode and the lockout have cases of their own).
+    case tpm(TPMError)
+    /// The store failed, or anything else; the text says how.
     case failure(String)
 
     /// What to tell the user, or nil for a cancel or the fallback (a
@@ -53,6 +56,7 @@ public enum AuthenticationError: Error, Equatable, Sendable {
         case .passcodeLockout(let seconds):
             if let seconds { return "Too many wrong passcodes: the TPM refuses attempts for now (one more every \(seconds) s)." }
             return "Too many wrong passcodes: the TPM refuses attempts for now."
+        case .tpm(let error): return "The TPM could not be used: \(error)."
         case .failure(let text): return text
         }
     }
@@ -77,6 +81,7 @@ extension AuthenticationError {
         case .passcodeNotSet: self = .passcodeNotSet
         case .tpm(.wrongPasscode): self = .authenticationFailed
         case .tpm(.lockout(let seconds)): self = .passcodeLockout(retryAfterSeconds: seconds)
+        case .tpm(let tpmError): self = .tpm(tpmError)
         default: self = .failure(error.description)
         }
     }

@@ -48,6 +48,7 @@ public enum KeychainError: Error, Equatable, Sendable {
             case .authenticationFailed: self = .authFailed
             case .userCancel, .systemCancel, .appCancel, .userFallback: self = .userCanceled
             case .notInteractive: self = .interactionNotAllowed
+            case .tpm(let t): self = .tpm(t)
             default: self = .authentication(e)
             }
         case let e as FingerprintError: self = KeychainError(AuthenticationError(e))

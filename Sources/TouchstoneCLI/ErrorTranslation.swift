@@ -73,6 +73,7 @@ struct ErrorTranslation {
         case .passcodeLockout(let seconds):
             return CLIFailure(.tpmLockout, TPMError.lockout(retryAfterSeconds: seconds).description,
                               hint: seconds.map { "try again in \($0) s" })
+        case .tpm(let error): return tpm(error)
         case .failure(let text): return CLIFailure(.failure, text)
         }
     }

@@ -37,11 +37,23 @@ public struct Swtpm: Sendable {
         self.directory = directory
     }
 
-    /// The PID from the pid file, if that process is alive (not a zombie).
+    /// The PID from the pid file, if that process is alive (not a zombie)
+    /// and is the swtpm of this folder. A swtpm that died (killed, crashed,
+    /// or the machine rebooted) leaves its pid file behind, and its PID may
+    /// since belong to another process: that one is not taken for it (nor
+    /// sent SIGTERM by `stop`).
     public var pid: Int32? {
         guard let text = try? String(contentsOfFile: pidPath, encoding: .utf8),
               let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)), pid > 0 else { return nil }
-        return Self.isAlive(pid) ? pid : nil
+        return Self.isAlive(pid) && isThisSwtpm(pid) ? pid : nil
+    }
+
+    /// Whether `pid` runs swtpm on this folder (its command line names the
+    /// folder as --tpmstate). When /proc does not tell, it is assumed so.
+    func isThisSwtpm(_ pid: Int32) -> Bool {
+        guard let cmdline = Self.readProcFile("/proc/\(pid)/cmdline"), !cmdline.isEmpty else { return true }
+        let arguments = cmdline.split(separator: "\0", omittingEmptySubsequences: false)
+        return arguments.contains { $0.hasPrefix("dir=\(directory),") || $0 == "dir=\(directory)" }
     }
 
     public var isRunning: Bool { pid != nil }

@@ -7,14 +7,14 @@ import TouchstoneSecure
 ///
 /// - Read: owner authorization (OWNERREAD; the owner auth must be empty, as
 ///   it is on almost every PC), so anyone may read the (non-secret) state.
-/// - Write: only with the index's authValue, the passcode-derived value
-///   (AUTHWRITE), DA protected: a process that does not know the passcode
-///   cannot change which enrolment set opens keys, and cannot guess it
-///   without tripping the TPM's lockout.
+/// - Write: only with the index's authValue (AUTHWRITE), DA protected. The
+///   vault derives it from the passcode class key, which the TPM releases
+///   only for the passcode (docs/vault.md): a process that does not know
+///   the passcode cannot change which enrolment set opens keys, and cannot
+///   guess it without tripping the TPM's lockout.
 /// - authPolicy: PolicyAuthValue + PolicyCommandCode(NV_ChangeAuth), the
-///   only way to change the authValue when the passcode changes (the TPM
-///   requires a policy session for NV_ChangeAuth), and it needs the current
-///   passcode too.
+///   only way to change the authValue (the TPM requires a policy session
+///   for NV_ChangeAuth), and it needs the current one too.
 extension TPM {
     /// The state's size: a SHA-256/BLAKE2b-256 sized value.
     public static let enrolmentStateSize = 32

@@ -112,9 +112,10 @@ public final class Vault: @unchecked Sendable {
         var info = stat()
         if lstat(path, &info) == 0 { return }
         guard errno == ENOENT else { throw VaultError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
-        let temporary = "\(path).new-\(getpid())"
+        removeAbandonedCreations(of: path)
+        // Unique per call: threads of one process may create it at once too.
+        let temporary = "\(path).new-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
         let leftovers = ["", "-wal", "-shm", "-journal"].map { temporary + $0 }
-        leftovers.forEach { unlink($0) }  // of a creation by a process with this PID that died
         defer { leftovers.forEach { unlink($0) } }
         let fresh = try SQLiteDatabase(path: temporary, mode: .create)
         try Schema.migrate(fresh)
@@ -142,6 +143,20 @@ public final class Vault: @unchecked Sendable {
         if folder >= 0 {
             fsync(folder)
             close(folder)
+        }
+    }
+
+    /// Deletes the temporary files of creations whose process died (killed
+    /// while creating the vault): `<name>.new-PID-N*` where no process PID
+    /// is alive.
+    static func removeAbandonedCreations(of path: String) {
+        let folder = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + ".new-"
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            guard let pid = Int32(name.dropFirst(prefix.count).prefix { $0.isNumber }), pid > 0,
+                  kill(pid, 0) != 0, errno == ESRCH else { continue }
+            unlink(folder + "/" + name)
         }
     }
 

@@ -157,6 +157,26 @@ struct VaultTamperTests {
         #expect(SQLiteDatabase.fileSize(path) == 0)
     }
 
+    @Test("a creation's temporary files are removed when its process died, kept while it lives")
+    func abandonedCreations() throws {
+        let folder = try makeTemporaryDirectory("ts-new")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        let dead = try ChildSpawn.start("/bin/true", [], actions: &actions)
+        #expect(ChildSpawn.waitForExit(dead) == 0)  // reaped: no process has that PID now
+        let path = folder + "/vault.sqlite"
+        let abandoned = ["\(path).new-\(dead)-7", "\(path).new-\(dead)-7-wal"]
+        let live = "\(path).new-\(getpid())-9"
+        for file in abandoned + [live, folder + "/other.new-\(dead)-1"] {
+            #expect(FileManager.default.createFile(atPath: file, contents: Data([1])))
+        }
+        Vault.removeAbandonedCreations(of: path)
+        let left = Set(try FileManager.default.contentsOfDirectory(atPath: folder))
+        #expect(left == ["vault.sqlite.new-\(getpid())-9", "other.new-\(dead)-1"])
+    }
+
     @Test("processes creating the vault at once: one is made, all open it, no file is left aside")
     func concurrentCreation() throws {
         let tpmRig = try SwtpmRig()
