@@ -60,7 +60,7 @@ struct ErrorTranslation {
                 return CLIFailure(.noReader, "fingerprints are not used: \(reason)",
                                   hint: "mount it read-write; items that allow the passcode open with it")
             }
-            return CLIFailure(.noReader, "no usable fingerprint reader: \(reason)", hint: readerHint)
+            return CLIFailure(.noReader, "fingerprint unavailable: \(reason)", hint: readerHint)
         case .biometryNotEnrolled:
             return CLIFailure(.notEnrolled, "no finger is enrolled", hint: "touchstone enroll")
         case .biometryDisconnected: return fingerprint(.disconnected)
@@ -144,8 +144,9 @@ struct ErrorTranslation {
         }
     }
 
-    private var readerHint: String {
-        simulatedReader ? "is the simulator set up? touchstone sim start"
-                        : "'touchstone status' shows the readers; no reader here? try the simulator: --sim"
+    /// With --sim the simulator is known to be running (checked before any
+    /// command), so a reader error there was injected: no hint.
+    private var readerHint: String? {
+        simulatedReader ? nil : "'touchstone status' shows the readers; no reader here? try the simulator: --sim"
     }
 }

@@ -1,4 +1,5 @@
 import CFPrint
+import Foundation
 
 /// A GError copied into Swift: its domain, code and message, kept raw so the
 /// mapping below can be tested and logged. The C error is freed by the caller.
@@ -68,7 +69,7 @@ struct GLibError: Error, Sendable, Hashable, CustomStringConvertible {
             return .timedOut
         }
         guard isDeviceError else {
-            return .notAvailable(reason: message.isEmpty ? "libfprint error \(code)" : message)
+            return .notAvailable(reason: message.isEmpty ? "libfprint error \(code)" : sentence)
         }
         switch UInt32(bitPattern: code) {
         case FP_DEVICE_ERROR_BUSY.rawValue: return .busy
@@ -81,8 +82,18 @@ struct GLibError: Error, Sendable, Hashable, CustomStringConvertible {
         case FP_DEVICE_ERROR_TOO_HOT.rawValue: return .tooHot
         default:
             // GENERAL, NOT_SUPPORTED, NOT_OPEN, ALREADY_OPEN and future codes.
-            return .notAvailable(reason: message.isEmpty ? "device error \(code)" : message)
+            return .notAvailable(reason: message.isEmpty ? "device error \(code)" : sentence)
         }
+    }
+
+    /// libfprint's message as part of a sentence: "The device needs to be
+    /// opened first!" becomes "the device needs to be opened first".
+    var sentence: String {
+        var text = message.trimmingCharacters(in: .whitespaces)
+        while let last = text.last, last == "!" || last == "." { text.removeLast() }
+        guard let first = text.first, first.isUppercase,
+              text.dropFirst().first.map({ !$0.isUppercase }) ?? true else { return text }  // keep "USB ..."
+        return first.lowercased() + text.dropFirst()
     }
 
     var description: String { "GError(domain \(domain), code \(code)): \(message)" }
