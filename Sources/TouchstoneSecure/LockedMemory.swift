@@ -1,6 +1,5 @@
 import CSodium
 import Glibc
-import Synchronization
 
 /// Memory for `SecureBytes`: locked in RAM (never swapped) and left out of
 /// core dumps.
@@ -42,7 +41,24 @@ enum LockedMemory {
         var isFull: Bool { taken.nonzeroBitCount == slots }
     }
 
-    private static let slabs = Mutex<[Slab]>([])
+    /// The slab table behind a pthread mutex (not Synchronization's Mutex,
+    /// whose futex ThreadSanitizer cannot see).
+    private final class SlabTable: @unchecked Sendable {
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            pthread_mutex_init(mutex, nil)
+            return mutex
+        }()
+        private var slabs: [Slab] = []
+
+        func withLock<R>(_ body: (inout [Slab]) -> R) -> R {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return body(&slabs)
+        }
+    }
+
+    private static let slabs = SlabTable()
 
     /// Statistics for the tests: pages mapped by slabs so far.
     static var slabCount: Int { slabs.withLock { $0.count } }
