@@ -22,15 +22,37 @@ enum LineReader {
     /// `limit` bytes.
     static func readLine(from fd: Int32, limit: Int = 4096) async -> Outcome {
         guard let cancel = CancelPipe() else { return .failed("pipe: \(String(cString: strerror(errno)))") }
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
+        let result = Handover()
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
                 let thread = Thread {
-                    continuation.resume(returning: blockingRead(fd, cancel: cancel.readEnd, limit: limit))
+                    result.put(blockingRead(fd, cancel: cancel.readEnd, limit: limit))
+                    continuation.resume()
                 }
                 thread.start()
             }
         } onCancel: {
             cancel.signal()
+        }
+        return result.take()
+    }
+
+    /// The outcome, handed from the reading thread to the caller under a
+    /// lock: the lock orders the thread's writes (the line's bytes, its
+    /// SecureBytes) before the caller's reads, visibly to ThreadSanitizer,
+    /// which does not see the ordering that the continuation gives.
+    private final class Handover: @unchecked Sendable {
+        // @unchecked Sendable: `outcome` is only touched under `lock`.
+        private let lock = NSLock()
+        private var outcome: Outcome?
+
+        func put(_ value: Outcome) { lock.withLock { outcome = value } }
+
+        func take() -> Outcome {
+            lock.withLock {
+                defer { outcome = nil }
+                return outcome ?? .failed("the reading thread ended without a result")
+            }
         }
     }
 
