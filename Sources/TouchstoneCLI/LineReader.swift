@@ -1,5 +1,6 @@
 import Foundation
 import Touchstone
+import TouchstoneSecure
 
 /// Reads one line from a descriptor on a dedicated thread, so that the
 /// async caller can be cancelled (Ctrl-C) while it waits: the thread polls
@@ -26,6 +27,13 @@ enum LineReader {
             await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
                 let thread = Thread {
                     continuation.resume(returning: blockingRead(fd, cancel: cancel.readEnd, limit: limit))
+                    // The line (a passcode) went through this thread's vector
+                    // registers, and resuming calls functions of the Swift
+                    // runtime for the first time, which the dynamic linker
+                    // binds then, saving those registers on this stack; the
+                    // stack outlives the thread (glibc caches it for the next
+                    // one). The memory scan found the passcode there.
+                    wipeStackBelowCaller()
                 }
                 thread.start()
             }
