@@ -1,6 +1,5 @@
 import Foundation
 import Touchstone
-import TouchstoneSecure
 
 /// Reads one line from a descriptor on a dedicated thread, so that the
 /// async caller can be cancelled (Ctrl-C) while it waits: the thread polls
@@ -27,13 +26,6 @@ enum LineReader {
             await withCheckedContinuation { (continuation: CheckedContinuation<Outcome, Never>) in
                 let thread = Thread {
                     continuation.resume(returning: blockingRead(fd, cancel: cancel.readEnd, limit: limit))
-                    // The line (a passcode) went through this thread's vector
-                    // registers, and resuming calls functions of the Swift
-                    // runtime for the first time, which the dynamic linker
-                    // binds then, saving those registers on this stack; the
-                    // stack outlives the thread (glibc caches it for the next
-                    // one). The memory scan found the passcode there.
-                    wipeStackBelowCaller()
                 }
                 thread.start()
             }
@@ -103,7 +95,32 @@ enum LineReader {
         }
     }
 
+    /// The first `count` bytes of `buffer`, copied one byte at a time.
+    ///
+    /// Not with memcpy: it moves the bytes through vector registers, and
+    /// this thread then calls Swift runtime functions for the first time
+    /// (resuming the task, releasing the closure), which the dynamic linker
+    /// binds on the spot, saving every vector register on the stack; glibc
+    /// keeps an ended thread's stack for the next thread. The memory scan
+    /// found the passcode there (docs/reliability.md, "Secrets in memory").
     private static func prefix(_ buffer: SecureBytes, _ count: Int) -> SecureBytes {
-        buffer.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+        let line = SecureBytes(count: count)
+        buffer.withUnsafeBytes { source in
+            line.withUnsafeMutableBytes { target in
+                if count > 0 { copyBytewise(from: source.baseAddress!, to: target.baseAddress!, count: count) }
+            }
+        }
+        return line
+    }
+
+    /// A byte loop kept as one (no optimization: the optimizer would make
+    /// it a memcpy or vectorize it), through general-purpose registers.
+    @_optimize(none)
+    private static func copyBytewise(from source: UnsafeRawPointer, to target: UnsafeMutableRawPointer, count: Int) {
+        var i = 0
+        while i < count {
+            target.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self)
+            i += 1
+        }
     }
 }

@@ -116,14 +116,3 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
 public func secureWipe(_ array: inout [UInt8]) {
     array.withUnsafeMutableBytes { if $0.count > 0 { sodium_memzero($0.baseAddress, $0.count) } }
 }
-
-/// Zeroes `byteCount` bytes of the calling thread's stack just below the
-/// caller's frame (libsodium's sodium_stackzero). What the functions it
-/// called left there goes: register spills, and the vector registers that
-/// the dynamic linker saves on the stack when it resolves a symbol at its
-/// first call (lazy binding), which can hold bytes a memcpy just moved.
-/// For a thread that handled a secret, before it ends or goes back to a
-/// pool (docs/reliability.md, "Secrets in memory").
-public func wipeStackBelowCaller(_ byteCount: Int = 32 * 1024) {
-    sodium_stackzero(byteCount)
-}
