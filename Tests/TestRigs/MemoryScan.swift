@@ -293,6 +293,12 @@ final class AnchorTable {
 /// mapping in /proc/self/smaps carries the `lo` flag. mlock splits
 /// mappings at page bounds, so the flag is exact per page.
 public func isMemoryLocked(_ address: UnsafeRawPointer) throws -> Bool {
+    try memoryFlags(address).contains("lo")
+}
+
+/// The VmFlags of the mapping holding `address` in /proc/self/smaps (`lo`:
+/// locked, `dd`: left out of core dumps, ...).
+public func memoryFlags(_ address: UnsafeRawPointer) throws -> [String] {
     guard let text = readProcFile("/proc/self/smaps") else {
         throw RigFailure("cannot read /proc/self/smaps")
     }
@@ -303,7 +309,7 @@ public func isMemoryLocked(_ address: UnsafeRawPointer) throws -> Bool {
            let low = UInt(line[..<dash], radix: 16), let high = UInt(line[line.index(after: dash)..<space], radix: 16) {
             inside = (low..<high).contains(target)
         } else if inside, line.hasPrefix("VmFlags:") {
-            return line.split(separator: " ").contains("lo")
+            return line.split(separator: " ").dropFirst().map(String.init)
         }
     }
     throw RigFailure("no mapping holds 0x\(String(target, radix: 16))")
