@@ -237,9 +237,10 @@ extension TPM {
 
     /// Zeroes the response parameters of the last command where ESYS keeps
     /// them: in its SYS context's command buffer. ESYS decrypts an encrypted
-    /// response parameter (the unsealed key) in place there, and the buffer
-    /// is reused by the next command (whose shorter response leaves the
-    /// key's bytes behind) and freed by Esys_Finalize without being wiped;
+    /// response parameter (the unsealed key) and writes the plaintext back
+    /// there, and the buffer is reused by the next command (whose shorter
+    /// response leaves the key's bytes behind) and freed by Esys_Finalize
+    /// without being wiped;
     /// the memory scan found the root and class keys there
     /// (docs/reliability.md, "Secrets in memory").
     private func wipeResponseParameters(_ ctx: OpaquePointer) {
