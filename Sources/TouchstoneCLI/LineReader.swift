@@ -117,7 +117,32 @@ enum LineReader {
         }
     }
 
+    /// The first `count` bytes of `buffer`, copied one byte at a time.
+    ///
+    /// Not with memcpy: it moves the bytes through vector registers, and
+    /// this thread then calls Swift runtime functions for the first time
+    /// (resuming the task, releasing the closure), which the dynamic linker
+    /// binds on the spot, saving every vector register on the stack; glibc
+    /// keeps an ended thread's stack for the next thread. The memory scan
+    /// found the passcode there (docs/reliability.md, "Secrets in memory").
     private static func prefix(_ buffer: SecureBytes, _ count: Int) -> SecureBytes {
-        buffer.withUnsafeBytes { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
+        let line = SecureBytes(count: count)
+        buffer.withUnsafeBytes { source in
+            line.withUnsafeMutableBytes { target in
+                if count > 0 { copyBytewise(from: source.baseAddress!, to: target.baseAddress!, count: count) }
+            }
+        }
+        return line
+    }
+
+    /// A byte loop kept as one (no optimization: the optimizer would make
+    /// it a memcpy or vectorize it), through general-purpose registers.
+    @_optimize(none)
+    private static func copyBytewise(from source: UnsafeRawPointer, to target: UnsafeMutableRawPointer, count: Int) {
+        var i = 0
+        while i < count {
+            target.storeBytes(of: source.load(fromByteOffset: i, as: UInt8.self), toByteOffset: i, as: UInt8.self)
+            i += 1
+        }
     }
 }

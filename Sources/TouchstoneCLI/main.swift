@@ -20,5 +20,7 @@ case .usageError(let message, let usage):
 case .run(.demo, _):
     exit(await BackendDemo.run())
 case .run(let command, let options):
-    exit(await CommandRunner.run(command, options))
+    let code = await CommandRunner.run(command, options)
+    TestHooks.stopBeforeExitIfAsked()
+    exit(code)
 }

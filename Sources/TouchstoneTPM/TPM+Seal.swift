@@ -1,3 +1,4 @@
+import CSodium
 import CTSS2
 import TouchstoneSecure
 
@@ -223,6 +224,7 @@ extension TPM {
                            _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         let rc = ResponseCode(Esys_Unseal(ctx, item, auth, encrypt, ESYS_TR_NONE, &out))
+        wipeResponseParameters(ctx)
         if !rc.isSuccess {
             // A policy that no longer holds fails here for single-branch keys.
             if op == .unsealBiometric, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
@@ -231,6 +233,23 @@ extension TPM {
             try check(rc.raw, op, ctx)
         }
         return out
+    }
+
+    /// Zeroes the response parameters of the last command where ESYS keeps
+    /// them: in its SYS context's command buffer. ESYS decrypts an encrypted
+    /// response parameter (the unsealed key) and writes the plaintext back
+    /// there, and the buffer is reused by the next command (whose shorter
+    /// response leaves the key's bytes behind) and freed by Esys_Finalize
+    /// without being wiped;
+    /// the memory scan found the root and class keys there
+    /// (docs/reliability.md, "Secrets in memory").
+    private func wipeResponseParameters(_ ctx: OpaquePointer) {
+        var sys: OpaquePointer?
+        guard Esys_GetSysContext(ctx, &sys) == ts_RC_SUCCESS, let sys else { return }
+        var size = 0
+        var parameters: UnsafePointer<UInt8>?
+        guard Tss2_Sys_GetRpBuffer(sys, &size, &parameters) == ts_RC_SUCCESS, let parameters, size > 0 else { return }
+        sodium_memzero(UnsafeMutablePointer(mutating: parameters), size)
     }
 
     /// Copies the unsealed bytes into a SecureBytes, wipes ESYS's buffer,

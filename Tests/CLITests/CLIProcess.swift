@@ -44,6 +44,25 @@ final class RunningCLI {
         return false
     }
 
+    /// Waits until the process has stopped itself (state `T` in
+    /// /proc/PID/stat: TOUCHSTONE_TEST_STOP_BEFORE_EXIT). False if it exits
+    /// first or `timeout` passes.
+    func waitUntilStopped(timeout: TimeInterval = 60) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while Date() < deadline {
+            if let stat = readProcFile("/proc/\(pid)/stat"),
+               let paren = stat.lastIndex(of: ")") {
+                // "PID (comm) S ...": the state follows the command name.
+                let state = stat[stat.index(after: paren)...].dropFirst().first
+                if state == "T" { return true }
+                if state == "Z" { return false }
+            }
+            if poll() != nil { return false }
+            usleep(10_000)
+        }
+        return false
+    }
+
     /// The exit status if it has exited (reaping it once).
     @discardableResult
     func poll() -> Int32? {

@@ -12,6 +12,8 @@ final class CLISandbox {
     let home: String
     let scratch: String
     private var closed = false
+    /// Added to every run's environment (e.g. a test hook).
+    var extraEnvironment: [String: String] = [:]
 
     /// The passcode the tests set (never in argv or the environment).
     static let passcode = "s3cret-pass"
@@ -32,6 +34,7 @@ final class CLISandbox {
         var environment = ["TOUCHSTONE_HOME": home, "TSS2_LOG": "all+none"]
         let caller = ProcessInfo.processInfo.environment
         for key in ["PATH", "HOME", "LANG"] { environment[key] = caller[key] }
+        environment.merge(extraEnvironment) { _, extra in extra }
         return environment
     }
 
@@ -56,8 +59,8 @@ final class CLISandbox {
     }
 
     /// Starts touchstone in the background.
-    func start(_ arguments: [String], stdin: [UInt8] = [], fd3: [UInt8]? = nil) throws -> RunningCLI {
-        try CLIProcess.start(arguments, stdin: stdin, fd3: fd3, environment: environment, scratch: scratch)
+    func start(_ arguments: [String], stdin: [UInt8] = [], fd3: [UInt8]? = nil, wrapper: [String] = []) throws -> RunningCLI {
+        try CLIProcess.start(arguments, stdin: stdin, fd3: fd3, environment: environment, scratch: scratch, wrapper: wrapper)
     }
 
     /// `text` plus a newline, as bytes: a passcode line.
