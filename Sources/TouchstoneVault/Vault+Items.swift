@@ -71,12 +71,14 @@ extension Vault {
                 continue
             }
             let keys: [(Int64, [UInt8])] = try alternative.map { let k = try activeClassKey(for: $0); return (k.id, k.publicKey) }
+            // The first box is the item key itself: wiped once sealed. The
+            // array is the only reference to its storage when it is wiped
+            // (a copy would make the wipe land on a copy).
             var box = itemKey.withUnsafeBytes { Array($0) }
             for (_, publicKey) in keys {
-                let inner = box
-                box = inner.withUnsafeBytes { Crypto.sealBox($0, to: publicKey) }
-                var wipeable = inner
-                secureWipe(&wipeable)
+                let sealed = box.withUnsafeBytes { Crypto.sealBox($0, to: publicKey) }
+                secureWipe(&box)
+                box = sealed
             }
             wraps.append(Wrap(alternative: n, classKeyIDs: keys.map(\.0), wrapped: box))
         }
