@@ -333,9 +333,19 @@ extension Vault {
             let itemKey = try openItemKey(item, old, proof: proof)
             secretBox = Crypto.seal(newSecret, key: itemKey, ad: Self.secretAD(lookup: item.lookup, access: old.access))
         }
-        let metadataBox = try sealMetadata(attributes)
-        try db.query("UPDATE items SET metadata = ?, secret = ? WHERE id = ?",
-                     [.blob(metadataBox), .blob(secretBox), .integer(item.id)])
+        try rewrite(item, metadata: try sealMetadata(attributes), secret: secretBox)
+    }
+
+    /// Writes an item's new records over the row `item` was read from. The
+    /// row may have been deleted since by another process: then nothing is
+    /// written, and the item is reported not found (not a silent success).
+    func rewrite(_ item: StoredItem, metadata: [UInt8], secret: [UInt8]) throws {
+        let updated = try db.transaction {
+            try db.query("UPDATE items SET metadata = ?, secret = ? WHERE id = ? AND lookup = ?",
+                         [.blob(metadata), .blob(secret), .integer(item.id), .blob(item.lookup)])
+            return db.changes
+        }
+        if updated == 0 { throw VaultError.itemNotFound }
     }
 
     /// Deletes the item (no authentication, as SecItemDelete). A corrupted

@@ -157,6 +157,25 @@ struct VaultTamperTests {
         #expect(SQLiteDatabase.fileSize(path) == 0)
     }
 
+    @Test("an update whose item another process deleted after it was read: itemNotFound, nothing written, even when the same name was added again")
+    func updateOfADeletedItem() throws {
+        let rig = try VaultRig()
+        let mine = rig.vault, other = try rig.reopen()
+        try mine.add(secret("old"), attributes: ItemAttributes(service: "s", account: "a", access: .none))
+        try mine.add(secret("bystander"), attributes: ItemAttributes(service: "s", account: "b", access: .none))
+        let (read, attributes) = try mine.load(service: "s", account: "a")
+        try other.delete(service: "s", account: "a")
+        try other.add(secret("re-added"), attributes: ItemAttributes(service: "s", account: "a", access: .none))
+        let metadata = try mine.sealMetadata(attributes)
+        #expect(throws: VaultError.itemNotFound) { try mine.rewrite(read, metadata: metadata, secret: read.secret) }
+        #expect(string(try mine.secret(service: "s", account: "a", proof: .none)) == "re-added")
+        #expect(string(try mine.secret(service: "s", account: "b", proof: .none)) == "bystander")
+        // The row as read, still there: the rewrite lands.
+        let (current, _) = try mine.load(service: "s", account: "a")
+        try mine.rewrite(current, metadata: current.metadata, secret: current.secret)
+        #expect(string(try mine.secret(service: "s", account: "a", proof: .none)) == "re-added")
+    }
+
     @Test("a creation's temporary files are removed when its process died, kept while it lives")
     func abandonedCreations() throws {
         let folder = try makeTemporaryDirectory("ts-new")
