@@ -60,9 +60,6 @@ enum LockedMemory {
 
     private static let slabs = SlabTable()
 
-    /// Statistics for the tests: pages mapped by slabs so far.
-    static var slabCount: Int { slabs.withLock { $0.count } }
-
     static func allocate(_ count: Int) -> Allocation {
         guard let slotSize = slotSizes.first(where: { count <= $0 }) else { return allocatePages(count) }
         return slabs.withLock { slabs in

@@ -38,8 +38,7 @@ enum AttributeCodec {
         var out: [UInt8] = []
         out.reserveCapacity(size)
         out.append(format)
-        func put(_ value: UInt32) { withUnsafeBytes(of: value.littleEndian) { out.append(contentsOf: $0) } }
-        func put(_ text: String) { put(UInt32(text.utf8.count)); out.append(contentsOf: text.utf8) }
+        func put(_ text: String) { out.appendLittleEndian(UInt32(text.utf8.count)); out.append(contentsOf: text.utf8) }
         func put(_ text: String?) {
             guard let text else { out.append(0); return }
             out.append(1); put(text)
@@ -49,7 +48,7 @@ enum AttributeCodec {
         put(a.label)
         put(a.comment)
         if let generic = a.generic {
-            out.append(1); put(UInt32(generic.count)); out.append(contentsOf: generic)
+            out.append(1); out.appendLittleEndian(UInt32(generic.count)); out.append(contentsOf: generic)
         } else {
             out.append(0)
         }
@@ -57,16 +56,14 @@ enum AttributeCodec {
         out.append(UInt8(a.access.flags.count))
         for flag in a.access.flags { out.append(UInt8(flagCodes.firstIndex(of: flag)!)) }
         out.append(UInt8(accessibilityCodes.firstIndex(of: a.accessibility)!))
-        for date in [a.created, a.modified] {
-            withUnsafeBytes(of: date.timeIntervalSince1970.bitPattern.littleEndian) { out.append(contentsOf: $0) }
-        }
+        for date in [a.created, a.modified] { out.appendLittleEndian(date.timeIntervalSince1970.bitPattern) }
         return out
     }
 
     /// The attributes, or nil for anything that is not exactly one valid
     /// record.
     static func decode(_ bytes: UnsafeRawBufferPointer) -> ItemAttributes? {
-        var reader = Reader(bytes: bytes)
+        var reader = RecordReader(bytes)
         guard reader.byte() == format,
               let service = reader.string(), let account = reader.string(),
               let label = reader.optional({ $0.string() }),
@@ -92,47 +89,29 @@ enum AttributeCodec {
                               accessibility: accessibilityCodes[Int(accessibility)],
                               created: created, modified: modified)
     }
+}
 
-    private struct Reader {
-        let bytes: UnsafeRawBufferPointer
-        var offset = 0
+/// The attributes record's own fields, on the shared reader.
+private extension RecordReader {
+    mutating func length() -> Int? { integer(UInt32.self).map(Int.init) }
 
-        var isAtEnd: Bool { offset == bytes.count }
+    mutating func string() -> String? {
+        guard let count = length(), let raw = bytes(count) else { return nil }
+        return String(validating: raw, as: UTF8.self)
+    }
 
-        mutating func bytes(_ count: Int) -> UnsafeRawBufferPointer? {
-            guard count >= 0, count <= bytes.count - offset else { return nil }
-            defer { offset += count }
-            return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
+    /// Some(nil) for an absent value, Some(value) for a present one,
+    /// nil for a malformed one.
+    mutating func optional<T>(_ read: (inout RecordReader) -> T?) -> T?? {
+        switch byte() {
+        case 0: return .some(nil)
+        case 1: return read(&self).map { .some($0) }
+        default: return nil
         }
+    }
 
-        mutating func byte() -> UInt8? { bytes(1).map { $0[0] } }
-
-        mutating func length() -> Int? {
-            guard let raw = bytes(4) else { return nil }
-            return Int(UInt32(raw[0]) | UInt32(raw[1]) << 8 | UInt32(raw[2]) << 16 | UInt32(raw[3]) << 24)
-        }
-
-        mutating func string() -> String? {
-            guard let count = length(), let raw = bytes(count) else { return nil }
-            return String(validating: raw, as: UTF8.self)
-        }
-
-        /// Some(nil) for an absent value, Some(value) for a present one,
-        /// nil for a malformed one.
-        mutating func optional<T>(_ read: (inout Reader) -> T?) -> T?? {
-            switch byte() {
-            case 0: return .some(nil)
-            case 1: return read(&self).map { .some($0) }
-            default: return nil
-            }
-        }
-
-        mutating func date() -> Date? {
-            guard let raw = bytes(8) else { return nil }
-            var bits: UInt64 = 0
-            for i in (0..<8).reversed() { bits = bits << 8 | UInt64(raw[i]) }
-            let seconds = Double(bitPattern: bits)
-            return seconds.isFinite ? Date(timeIntervalSince1970: seconds) : nil
-        }
+    mutating func date() -> Date? {
+        guard let seconds = integer(UInt64.self).map(Double.init(bitPattern:)), seconds.isFinite else { return nil }
+        return Date(timeIntervalSince1970: seconds)
     }
 }

@@ -21,36 +21,30 @@ enum WrapCodec {
             precondition(wrap.wrapped.count <= Int(UInt16.max) && (1...maximumWays).contains(wrap.classKeyIDs.count))
             out.append(UInt8(wrap.alternative))
             out.append(UInt8(wrap.classKeyIDs.count))
-            for id in wrap.classKeyIDs { withUnsafeBytes(of: UInt64(id).littleEndian) { out.append(contentsOf: $0) } }
-            withUnsafeBytes(of: UInt16(wrap.wrapped.count).littleEndian) { out.append(contentsOf: $0) }
+            for id in wrap.classKeyIDs { out.appendLittleEndian(UInt64(id)) }
+            out.appendLittleEndian(UInt16(wrap.wrapped.count))
             out.append(contentsOf: wrap.wrapped)
         }
         return out
     }
 
     static func decode(_ bytes: [UInt8]) -> [Vault.Wrap]? {
-        var offset = 0
-        func take(_ count: Int) -> ArraySlice<UInt8>? {
-            guard count <= bytes.count - offset else { return nil }
-            defer { offset += count }
-            return bytes[offset..<offset + count]
-        }
-        func little<T: FixedWidthInteger>(_: T.Type) -> T? {
-            take(MemoryLayout<T>.size).map { $0.reversed().reduce(T(0)) { $0 << 8 | T($1) } }
-        }
-        guard let n = take(1)?.first, (1...maximumWays).contains(Int(n)) else { return nil }
-        var wraps: [Vault.Wrap] = []
-        for index in 0..<Int(n) {
-            guard let alternative = take(1)?.first, Int(alternative) == index,
-                  let k = take(1)?.first, (1...maximumWays).contains(Int(k)) else { return nil }
-            var ids: [Int64] = []
-            for _ in 0..<k {
-                guard let id = little(UInt64.self), id <= UInt64(Int64.max) else { return nil }
-                ids.append(Int64(id))
+        bytes.withUnsafeBytes { raw in
+            var reader = RecordReader(raw)
+            guard let n = reader.byte(), (1...maximumWays).contains(Int(n)) else { return nil }
+            var wraps: [Vault.Wrap] = []
+            for index in 0..<Int(n) {
+                guard let alternative = reader.byte(), Int(alternative) == index,
+                      let k = reader.byte(), (1...maximumWays).contains(Int(k)) else { return nil }
+                var ids: [Int64] = []
+                for _ in 0..<k {
+                    guard let id = reader.integer(UInt64.self), id <= UInt64(Int64.max) else { return nil }
+                    ids.append(Int64(id))
+                }
+                guard let length = reader.integer(UInt16.self), let wrapped = reader.bytes(Int(length)) else { return nil }
+                wraps.append(Vault.Wrap(alternative: index, classKeyIDs: ids, wrapped: Array(wrapped)))
             }
-            guard let length = little(UInt16.self), let wrapped = take(Int(length)) else { return nil }
-            wraps.append(Vault.Wrap(alternative: index, classKeyIDs: ids, wrapped: Array(wrapped)))
+            return reader.isAtEnd ? wraps : nil
         }
-        return offset == bytes.count ? wraps : nil
     }
 }

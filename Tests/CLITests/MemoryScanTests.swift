@@ -95,6 +95,15 @@ struct MemoryScanTests {
         }
     }
 
+    /// Sets a random (non-UTF-8) passcode through --passcode-fd 0; returns
+    /// its line (without the newline) and its TPM authValue.
+    static func setRandomPasscode(_ sandbox: CLISandbox) throws -> ([UInt8], PasscodeAuth) {
+        let line = randomPasscode()
+        let set = sandbox.run(["--sim", "passcode", "set", "--passcode-fd", "0"], stdin: line + [0x0a])
+        try #require(set.code == 0, "\(set.stderr)")
+        return (line, line.withUnsafeBytes { PasscodeAuth(passcode: SecureBytes(copying: $0)) })
+    }
+
     /// A long account name: it is in the process's argv, so the scan must
     /// find it (the control that shows the scan works).
     static func accountName(_ prefix: String) -> String {
@@ -105,10 +114,7 @@ struct MemoryScanTests {
     func get() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.close() }
-        let passcodeLine = Self.randomPasscode()
-        let passcode = passcodeLine.withUnsafeBytes { PasscodeAuth(passcode: SecureBytes(copying: $0)) }
-        let set = sandbox.run(["--sim", "passcode", "set", "--passcode-fd", "0"], stdin: passcodeLine + [0x0a])
-        try #require(set.code == 0, "\(set.stderr)")
+        let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
         let none = Self.accountName("none"), protected = Self.accountName("passcode")
         let secretNone = Self.randomSecret(), secretProtected = Self.randomSecret()
         for (account, access, secret) in [(none, "none", secretNone), (protected, "passcode", secretProtected)] {
@@ -176,10 +182,7 @@ struct MemoryScanTests {
     func addAndUpdate() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.close() }
-        let passcodeLine = Self.randomPasscode()
-        let passcode = passcodeLine.withUnsafeBytes { PasscodeAuth(passcode: SecureBytes(copying: $0)) }
-        let set = sandbox.run(["--sim", "passcode", "set", "--passcode-fd", "0"], stdin: passcodeLine + [0x0a])
-        try #require(set.code == 0, "\(set.stderr)")
+        let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
         let account = Self.accountName("added")
         let first = Self.randomSecret(), second = Self.randomSecret()
 

@@ -115,24 +115,22 @@ final class TPMTap: @unchecked Sendable {
     // MARK: - Socket helpers
 
     private func bind(_ fd: Int32, _ path: String) -> Int32 {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
-        }
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        withAddress(path) { Glibc.bind(fd, $0, $1) }
     }
 
     private func connect(_ fd: Int32, _ path: String) -> Int32 {
+        withAddress(path) { Glibc.connect(fd, $0, $1) }
+    }
+
+    /// `path` as a unix socket address, for bind or connect.
+    private func withAddress(_ path: String, _ body: (UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Int32 {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             for (i, byte) in path.utf8.prefix(raw.count - 1).enumerated() { raw[i] = byte }
         }
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
     }
 
