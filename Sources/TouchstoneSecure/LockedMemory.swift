@@ -33,16 +33,21 @@ enum LockedMemory {
 
     private struct Slab: @unchecked Sendable {
         let page: UnsafeMutableRawPointer
-        let slotSize: Int
+        let sizeClass: Int
+        let slots: Int
         let isLocked: Bool
         /// One bit per slot, set when taken.
         var taken: UInt64 = 0
-        var slots: Int { min(64, LockedMemory.pageSize / slotSize) }
+        /// Whether the slab's index is on its size class's free list.
+        var listed = true
         var isFull: Bool { taken.nonzeroBitCount == slots }
     }
 
-    /// The slab table behind a pthread mutex (not Synchronization's Mutex,
-    /// whose futex ThreadSanitizer cannot see).
+    /// The slabs, behind a pthread mutex (not Synchronization's Mutex, whose
+    /// futex ThreadSanitizer cannot see). Allocating and releasing take
+    /// constant time however many slabs there are: each size class keeps a
+    /// list of its slabs that have a free slot, and a slab is found from an
+    /// address through a table keyed by its page.
     private final class SlabTable: @unchecked Sendable {
         private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
             let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
@@ -50,53 +55,77 @@ enum LockedMemory {
             return mutex
         }()
         private var slabs: [Slab] = []
+        /// Per size class: indices of slabs that may have a free slot (a
+        /// slab that filled up is dropped from the list when met).
+        private var withFreeSlots: [[Int]] = LockedMemory.slotSizes.map { _ in [] }
+        private var slabOfPage: [UInt: Int] = [:]
+        let pageSize = LockedMemory.pageSize
 
-        func withLock<R>(_ body: (inout [Slab]) -> R) -> R {
+        func take(sizeClass: Int, slotSize: Int) -> Allocation {
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
-            return body(&slabs)
+            var index: Int? = nil
+            while let candidate = withFreeSlots[sizeClass].last {
+                if !slabs[candidate].isFull { index = candidate; break }
+                withFreeSlots[sizeClass].removeLast()
+                slabs[candidate].listed = false
+            }
+            if index == nil {
+                let pages = LockedMemory.allocatePages(pageSize)
+                slabs.append(Slab(page: pages.base, sizeClass: sizeClass, slots: min(64, pageSize / slotSize),
+                                  isLocked: pages.isLocked))
+                index = slabs.count - 1
+                slabOfPage[UInt(bitPattern: pages.base)] = index
+                withFreeSlots[sizeClass].append(index!)
+            }
+            let i = index!
+            let slot = (~slabs[i].taken).trailingZeroBitCount
+            slabs[i].taken |= 1 << UInt64(slot)
+            return Allocation(base: slabs[i].page + slot * slotSize, isLocked: slabs[i].isLocked)
+        }
+
+        func give(_ address: UInt, sizeClass: Int, slotSize: Int) {
+            let page = address & ~UInt(pageSize - 1)
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            guard let i = slabOfPage[page], slabs[i].sizeClass == sizeClass else {
+                preconditionFailure("LockedMemory.release of memory it did not allocate")
+            }
+            let slot = Int(address - page) / slotSize
+            slabs[i].taken &= ~(1 << UInt64(slot))
+            if !slabs[i].listed {
+                slabs[i].listed = true
+                withFreeSlots[sizeClass].append(i)
+            }
         }
     }
 
     private static let slabs = SlabTable()
 
+    /// The size class (index into `slotSizes`) for `count` bytes, or nil
+    /// when the buffer gets pages of its own.
+    private static func sizeClass(_ count: Int) -> Int? {
+        slotSizes.firstIndex { count <= $0 }
+    }
+
     static func allocate(_ count: Int) -> Allocation {
-        guard let slotSize = slotSizes.first(where: { count <= $0 }) else { return allocatePages(count) }
-        return slabs.withLock { slabs in
-            let index: Int
-            if let free = slabs.firstIndex(where: { $0.slotSize == slotSize && !$0.isFull }) {
-                index = free
-            } else {
-                let pages = allocatePages(pageSize)
-                slabs.append(Slab(page: pages.base, slotSize: slotSize, isLocked: pages.isLocked))
-                index = slabs.count - 1
-            }
-            let slot = (~slabs[index].taken).trailingZeroBitCount
-            slabs[index].taken |= 1 << UInt64(slot)
-            return Allocation(base: slabs[index].page + slot * slotSize, isLocked: slabs[index].isLocked)
-        }
+        guard let sizeClass = sizeClass(count) else { return allocatePages(count) }
+        return slabs.take(sizeClass: sizeClass, slotSize: slotSizes[sizeClass])
     }
 
     /// Zeroes `count` bytes at `base` and gives the memory back.
     static func release(_ base: UnsafeMutableRawPointer, count: Int) {
-        guard let slotSize = slotSizes.first(where: { count <= $0 }) else { return releasePages(base, count) }
+        guard let sizeClass = sizeClass(count) else { return releasePages(base, count) }
+        let slotSize = slotSizes[sizeClass]
         sodium_memzero(base, slotSize)
-        let address = UInt(bitPattern: base)
-        let page = address & ~UInt(pageSize - 1)
-        slabs.withLock { slabs in
-            guard let index = slabs.firstIndex(where: { UInt(bitPattern: $0.page) == page && $0.slotSize == slotSize }) else {
-                preconditionFailure("LockedMemory.release of memory it did not allocate")
-            }
-            let slot = Int(address - page) / slotSize
-            slabs[index].taken &= ~(1 << UInt64(slot))
-        }
+        slabs.give(UInt(bitPattern: base), sizeClass: sizeClass, slotSize: slotSize)
     }
 
     private static func pageRounded(_ count: Int) -> Int {
         (max(count, 1) + pageSize - 1) / pageSize * pageSize
     }
 
-    private static func allocatePages(_ count: Int) -> Allocation {
+    fileprivate static func allocatePages(_ count: Int) -> Allocation {
         let length = pageRounded(count)
         guard let mapped = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
               mapped != MAP_FAILED else {

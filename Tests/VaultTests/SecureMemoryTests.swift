@@ -68,6 +68,24 @@ struct SecureMemoryTests {
         #expect(slot.allSatisfy { $0 == 0 })
     }
 
+    @Test("released slots are taken again before any new page, with thousands of buffers held",
+          arguments: [32, 300])
+    func slotsReused(_ count: Int) {
+        let pageMask = ~UInt(sysconf(Int32(_SC_PAGESIZE)) - 1)
+        func page(_ bytes: SecureBytes) -> UInt { bytes.withUnsafeBytes { UInt(bitPattern: $0.baseAddress!) } & pageMask }
+        var held = (0..<10_000).map { _ in SecureBytes(count: count) }
+        let pagesBefore = Set(held.map(page))
+        // Free every other buffer: each page gets free slots back, pages
+        // filled long ago included.
+        held = held.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
+        let refill = (0..<5_000).map { _ in SecureBytes(count: count) }
+        let newPages = Set(refill.map(page)).subtracting(pagesBefore)
+        #expect(newPages.count == 0, "\(newPages.count) new pages while \(5_000) slots were free")
+        // Every buffer still has its own slot.
+        let addresses = Set((held + refill).map { $0.withUnsafeBytes { UInt(bitPattern: $0.baseAddress!) } })
+        #expect(addresses.count == held.count + refill.count)
+    }
+
     @Test("buffers taken and released from many threads at once never overlap and keep their contents")
     func concurrentAllocations() {
         let failures = Mutex(0)
