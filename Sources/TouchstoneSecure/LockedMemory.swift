@@ -43,27 +43,18 @@ enum LockedMemory {
         var isFull: Bool { taken.nonzeroBitCount == slots }
     }
 
-    /// The slabs, behind a pthread mutex (not Synchronization's Mutex, whose
-    /// futex ThreadSanitizer cannot see). Allocating and releasing take
-    /// constant time however many slabs there are: each size class keeps a
-    /// list of its slabs that have a free slot, and a slab is found from an
-    /// address through a table keyed by its page.
-    private final class SlabTable: @unchecked Sendable {
-        private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
-            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-            pthread_mutex_init(mutex, nil)
-            return mutex
-        }()
-        private var slabs: [Slab] = []
+    /// The slabs and their indexes. Allocating and releasing take constant
+    /// time however many slabs there are: each size class keeps a list of
+    /// its slabs that have a free slot, and a slab is found from an address
+    /// through a table keyed by its page.
+    private struct SlabState {
+        var slabs: [Slab] = []
         /// Per size class: indices of slabs that may have a free slot (a
         /// slab that filled up is dropped from the list when met).
-        private var withFreeSlots: [[Int]] = LockedMemory.slotSizes.map { _ in [] }
-        private var slabOfPage: [UInt: Int] = [:]
-        let pageSize = LockedMemory.pageSize
+        var withFreeSlots: [[Int]] = LockedMemory.slotSizes.map { _ in [] }
+        var slabOfPage: [UInt: Int] = [:]
 
-        func take(sizeClass: Int, slotSize: Int) -> Allocation {
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
+        mutating func take(sizeClass: Int, slotSize: Int, pageSize: Int) -> Allocation {
             var index: Int? = nil
             while let candidate = withFreeSlots[sizeClass].last {
                 if !slabs[candidate].isFull { index = candidate; break }
@@ -84,10 +75,7 @@ enum LockedMemory {
             return Allocation(base: slabs[i].page + slot * slotSize, isLocked: slabs[i].isLocked)
         }
 
-        func give(_ address: UInt, sizeClass: Int, slotSize: Int) {
-            let page = address & ~UInt(pageSize - 1)
-            pthread_mutex_lock(mutex)
-            defer { pthread_mutex_unlock(mutex) }
+        mutating func give(_ address: UInt, page: UInt, sizeClass: Int, slotSize: Int) {
             guard let i = slabOfPage[page], slabs[i].sizeClass == sizeClass else {
                 preconditionFailure("LockedMemory.release of memory it did not allocate")
             }
@@ -97,6 +85,38 @@ enum LockedMemory {
                 slabs[i].listed = true
                 withFreeSlots[sizeClass].append(i)
             }
+        }
+    }
+
+    /// The slab state behind a pthread mutex (not Synchronization's Mutex,
+    /// whose futex ThreadSanitizer cannot see). The state lives at a fixed
+    /// address, allocated once for the process: the mutex is what keeps
+    /// accesses apart, so Swift's per-access exclusivity bookkeeping for a
+    /// class property would only repeat it on every key buffer.
+    private final class SlabTable: @unchecked Sendable {
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
+            let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+            pthread_mutex_init(mutex, nil)
+            return mutex
+        }()
+        private let state: UnsafeMutablePointer<SlabState> = {
+            let state = UnsafeMutablePointer<SlabState>.allocate(capacity: 1)
+            state.initialize(to: SlabState())
+            return state
+        }()
+        let pageSize = LockedMemory.pageSize
+
+        func take(sizeClass: Int, slotSize: Int) -> Allocation {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return state.pointee.take(sizeClass: sizeClass, slotSize: slotSize, pageSize: pageSize)
+        }
+
+        func give(_ address: UInt, sizeClass: Int, slotSize: Int) {
+            let page = address & ~UInt(pageSize - 1)
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            state.pointee.give(address, page: page, sizeClass: sizeClass, slotSize: slotSize)
         }
     }
 

@@ -73,6 +73,9 @@ public struct AccessControl: Sendable, Hashable, Codable, CustomStringConvertibl
         return combination == .all ? [flags] : flags.map { [$0] }
     }
 
+    /// `alternatives.count`, without building them.
+    var alternativeCount: Int { flags.isEmpty || combination == .all ? 1 : flags.count }
+
     public var needsBiometry: Bool { flags.contains(where: \.isBiometric) }
     public var allowsPasscode: Bool { flags.contains(.devicePasscode) }
 }

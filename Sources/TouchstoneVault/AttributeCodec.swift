@@ -60,15 +60,32 @@ enum AttributeCodec {
         return out
     }
 
-    /// The attributes, or nil for anything that is not exactly one valid
-    /// record.
-    static func decode(_ bytes: UnsafeRawBufferPointer) -> ItemAttributes? {
+    /// A record's fields as views into its bytes, every structural rule
+    /// checked (lengths, codes, distinct flags, finite dates, nothing left
+    /// over); only the UTF-8 of the strings is left to `decode`. A read that
+    /// needs just the identity and access control (`Vault.secret`) stops
+    /// here: it compares service and account byte for byte with the ones
+    /// asked for, which are valid UTF-8.
+    struct Fields {
+        var service: UnsafeRawBufferPointer
+        var account: UnsafeRawBufferPointer
+        var label: UnsafeRawBufferPointer?
+        var comment: UnsafeRawBufferPointer?
+        var generic: UnsafeRawBufferPointer?
+        var access: AccessControl
+        var accessibility: Accessibility
+        var created: Double
+        var modified: Double
+    }
+
+    /// The fields of exactly one well-formed record, or nil.
+    static func fields(_ bytes: UnsafeRawBufferPointer) -> Fields? {
         var reader = RecordReader(bytes)
         guard reader.byte() == format,
-              let service = reader.string(), let account = reader.string(),
-              let label = reader.optional({ $0.string() }),
-              let comment = reader.optional({ $0.string() }),
-              let generic = reader.optional({ r in r.length().flatMap { r.bytes($0) }.map { Data($0) } }),
+              let service = reader.lengthPrefixed(), let account = reader.lengthPrefixed(),
+              let label = reader.optional({ $0.lengthPrefixed() }),
+              let comment = reader.optional({ $0.lengthPrefixed() }),
+              let generic = reader.optional({ $0.lengthPrefixed() }),
               let combination = reader.byte(), combination <= 1,
               let count = reader.byte(), Int(count) <= flagCodes.count
         else { return nil }
@@ -81,23 +98,41 @@ enum AttributeCodec {
         // was not written by `encode`.
         guard combination == 0 || flags.count >= 2,
               let accessibility = reader.byte(), Int(accessibility) < accessibilityCodes.count,
-              let created = reader.date(), let modified = reader.date(),
+              let created = reader.finiteDouble(), let modified = reader.finiteDouble(),
               reader.isAtEnd
         else { return nil }
-        return ItemAttributes(service: service, account: account, label: label, comment: comment, generic: generic,
-                              access: AccessControl(flags, combination: combination == 1 ? .all : .any),
-                              accessibility: accessibilityCodes[Int(accessibility)],
-                              created: created, modified: modified)
+        return Fields(service: service, account: account, label: label, comment: comment, generic: generic,
+                      access: flags.isEmpty ? .none : AccessControl(flags, combination: combination == 1 ? .all : .any),
+                      accessibility: accessibilityCodes[Int(accessibility)], created: created, modified: modified)
+    }
+
+    /// The attributes, or nil for anything that is not exactly one valid
+    /// record.
+    static func decode(_ bytes: UnsafeRawBufferPointer) -> ItemAttributes? {
+        guard let f = fields(bytes),
+              let service = String(validating: f.service, as: UTF8.self),
+              let account = String(validating: f.account, as: UTF8.self),
+              let label = optionalString(f.label), let comment = optionalString(f.comment)
+        else { return nil }
+        return ItemAttributes(service: service, account: account, label: label, comment: comment,
+                              generic: f.generic.map { Data($0) }, access: f.access, accessibility: f.accessibility,
+                              created: Date(timeIntervalSince1970: f.created),
+                              modified: Date(timeIntervalSince1970: f.modified))
+    }
+
+    /// Some(nil) for an absent string, Some(text) for valid UTF-8, nil
+    /// for invalid.
+    private static func optionalString(_ raw: UnsafeRawBufferPointer?) -> String?? {
+        guard let raw else { return .some(nil) }
+        return String(validating: raw, as: UTF8.self).map { .some($0) }
     }
 }
 
 /// The attributes record's own fields, on the shared reader.
 private extension RecordReader {
-    mutating func length() -> Int? { integer(UInt32.self).map(Int.init) }
-
-    mutating func string() -> String? {
-        guard let count = length(), let raw = bytes(count) else { return nil }
-        return String(validating: raw, as: UTF8.self)
+    /// A u32 length, then that many bytes.
+    mutating func lengthPrefixed() -> UnsafeRawBufferPointer? {
+        integer(UInt32.self).flatMap { bytes(Int($0)) }
     }
 
     /// Some(nil) for an absent value, Some(value) for a present one,
@@ -110,8 +145,8 @@ private extension RecordReader {
         }
     }
 
-    mutating func date() -> Date? {
+    mutating func finiteDouble() -> Double? {
         guard let seconds = integer(UInt64.self).map(Double.init(bitPattern:)), seconds.isFinite else { return nil }
-        return Date(timeIntervalSince1970: seconds)
+        return seconds
     }
 }

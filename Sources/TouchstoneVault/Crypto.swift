@@ -1,4 +1,5 @@
 import CSodium
+import Glibc
 import TouchstoneSecure
 
 /// The vault's symmetric cryptography, all from libsodium:
@@ -56,6 +57,29 @@ enum Crypto {
         return ok ? out : nil
     }
 
+    /// Opens `box` into a temporary buffer, passes the plaintext to `body`
+    /// and wipes the buffer; nil (and `body` not called) when the box does
+    /// not open. For plaintext that is not key material and is used only
+    /// briefly (an item's attributes on a read): no locked page is taken.
+    static func open<R>(_ box: [UInt8], key: SecureBytes, ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        ensureSodium()
+        guard key.count == keySize, box.count >= nonceSize + tagSize else { return nil }
+        let count = box.count - nonceSize - tagSize
+        return try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { out in
+            defer { sodium_memzero(out.baseAddress, out.count) }
+            let opened: Bool = box.withUnsafeBufferPointer { b in
+                key.withUnsafeBytes { k in
+                    crypto_aead_xchacha20poly1305_ietf_decrypt(
+                        out.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil,
+                        b.baseAddress! + nonceSize, UInt64(box.count - nonceSize),
+                        ad, UInt64(ad.count), b.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
+                }
+            }
+            guard opened else { return nil }
+            return try body(UnsafeRawBufferPointer(rebasing: out[0..<count]))
+        }
+    }
+
     /// Keyed BLAKE2b-256 of `parts`, each length-prefixed (so no two
     /// different lists of parts hash alike).
     static func keyedHash(_ key: SecureBytes, _ parts: [[UInt8]]) -> [UInt8] {
@@ -71,6 +95,47 @@ enum Crypto {
             _ = crypto_generichash(&out, 32, input, UInt64(input.count), k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
         }
         return out
+    }
+
+    /// `keyedHash(key, [Array(first.utf8), Array(second.utf8)])`, the same
+    /// bytes, hashed in place: no copy of either string is made (a lookup
+    /// hash is computed on every read).
+    static func keyedHash(_ key: SecureBytes, _ first: String, _ second: String) -> [UInt8] {
+        ensureSodium()
+        var first = first, second = second
+        // The hash state holds what the key made of it: kept in locked
+        // memory and wiped on release like the key.
+        let state = SecureBytes(count: crypto_generichash_statebytes())
+        var out = [UInt8](repeating: 0, count: 32)
+        state.withUnsafeMutableBytes { raw in
+            let s = OpaquePointer(raw.baseAddress!)
+            key.withUnsafeBytes { k in
+                _ = crypto_generichash_init(s, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, 32)
+            }
+            func absorb(_ part: UnsafeBufferPointer<UInt8>) {
+                withUnsafeBytes(of: UInt32(part.count).bigEndian) { length in
+                    _ = crypto_generichash_update(s, length.baseAddress!.assumingMemoryBound(to: UInt8.self), 4)
+                }
+                _ = crypto_generichash_update(s, part.baseAddress, UInt64(part.count))
+            }
+            first.withUTF8(absorb)
+            second.withUTF8(absorb)
+            _ = crypto_generichash_final(s, &out, 32)
+        }
+        return out
+    }
+
+    /// Whether two strings hold the same UTF-8 bytes (not String's ==,
+    /// which equates canonically equivalent strings that hash differently).
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { x in b.withUTF8 { y in x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0) } }
+    }
+
+    /// Whether `raw` holds exactly the UTF-8 bytes of `text`.
+    static func sameBytes(_ raw: UnsafeRawBufferPointer, _ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { t in t.count == raw.count && (t.isEmpty || memcmp(t.baseAddress!, raw.baseAddress!, t.count) == 0) }
     }
 
     /// A 32-byte subkey of `key` for `purpose` (keyed BLAKE2b; purposes are

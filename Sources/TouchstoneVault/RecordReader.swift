@@ -18,7 +18,7 @@ struct RecordReader {
     mutating func byte() -> UInt8? { bytes(1).map { $0[0] } }
 
     mutating func integer<T: FixedWidthInteger & UnsignedInteger>(_: T.Type) -> T? {
-        bytes(MemoryLayout<T>.size).map { $0.reversed().reduce(T(0)) { $0 << 8 | T($1) } }
+        bytes(MemoryLayout<T>.size).map { T(littleEndian: $0.loadUnaligned(as: T.self)) }
     }
 }
 

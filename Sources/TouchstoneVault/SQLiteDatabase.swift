@@ -15,10 +15,10 @@ final class SQLiteDatabase: @unchecked Sendable {
     // @unchecked Sendable: `handle` and `statements` are used only under `lock`.
     private var handle: OpaquePointer?
     private let lock = NSRecursiveLock()
-    /// Idle prepared statements by SQL text, each reset with no bindings.
-    /// One in use is taken out, so a nested query with the same text
-    /// prepares its own.
-    private var statements: [String: OpaquePointer] = [:]
+    /// Prepared statements by SQL text, each reset with no bindings when
+    /// idle. One in use is marked, so a nested query with the same text
+    /// prepares its own (finalized after use).
+    private var statements: [String: CachedStatement] = [:]
     private static let maximumCachedStatements = 64
     let path: String
     /// Opened read-only: the file is on a read-only file system.
@@ -54,7 +54,9 @@ final class SQLiteDatabase: @unchecked Sendable {
             name = Self.uri(path) + (log > 0 ? "?mode=ro" : "?immutable=1")
             flags = SQLITE_OPEN_READONLY | SQLITE_OPEN_URI
         }
-        let rc = sqlite3_open_v2(name, &handle, flags | SQLITE_OPEN_FULLMUTEX, nil)
+        // NOMUTEX: `lock` already serialises every use of the connection and
+        // its statements, so SQLite's own per-call mutex would only repeat it.
+        let rc = sqlite3_open_v2(name, &handle, flags | SQLITE_OPEN_NOMUTEX, nil)
         guard rc == SQLITE_OK else {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "error \(rc)"
             sqlite3_close(handle)
@@ -189,7 +191,7 @@ final class SQLiteDatabase: @unchecked Sendable {
         locked {
             guard let handle else { return }
             if !checkpoint { ts_sqlite_no_checkpoint_on_close(handle) }
-            for statement in statements.values { sqlite3_finalize(statement) }
+            for statement in statements.values { sqlite3_finalize(statement.handle) }
             statements = [:]
             sqlite3_close_v2(handle)
             self.handle = nil
@@ -215,9 +217,57 @@ final class SQLiteDatabase: @unchecked Sendable {
 
     /// Runs a statement with `bindings`, calling `row` for each result row.
     func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
+        try withStatement(sql, bindings) { statement in
+            while try step(statement) { try row(SQLRow(statement: statement)) }
+        }
+    }
+
+    /// The rows of a query, each mapped by `transform`.
+    func rows<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> [T] {
+        var out: [T] = []
+        try query(sql, bindings) { out.append(try transform($0)) }
+        return out
+    }
+
+    /// The first row of a query, mapped by `transform`, or nil when there
+    /// is none; the statement stops there (for lookups by a unique key).
+    func firstRow<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> T? {
+        try withStatement(sql, bindings) { statement in
+            try step(statement) ? try transform(SQLRow(statement: statement)) : nil
+        }
+    }
+
+    /// One more row of `statement`: true when there is one, false when done.
+    private func step(_ statement: OpaquePointer) throws -> Bool {
+        let rc = sqlite3_step(statement)
+        if rc == SQLITE_DONE { return false }
+        guard rc == SQLITE_ROW else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
+        return true
+    }
+
+    /// Runs `body` with the prepared statement for `sql` (from the cache
+    /// when idle there), `bindings` bound; resets it afterwards.
+    private func withStatement<R>(_ sql: String, _ bindings: [SQLValue], _ body: (OpaquePointer) throws -> R) throws -> R {
         try locked {
-            let statement = try statements.removeValue(forKey: sql) ?? prepare(sql)
-            defer { release(statement, sql) }
+            let cached = statements[sql]
+            let statement: OpaquePointer
+            if let cached, !cached.inUse {
+                cached.inUse = true
+                statement = cached.handle
+            } else {
+                statement = try prepare(sql)
+            }
+            defer {
+                sqlite3_reset(statement)
+                sqlite3_clear_bindings(statement)
+                if let cached, cached.handle == statement {
+                    cached.inUse = false
+                } else if cached == nil, statements.count < Self.maximumCachedStatements {
+                    statements[sql] = CachedStatement(statement)
+                } else {
+                    sqlite3_finalize(statement)
+                }
+            }
             for (i, value) in bindings.enumerated() {
                 let index = Int32(i + 1)
                 let rc: Int32
@@ -231,12 +281,7 @@ final class SQLiteDatabase: @unchecked Sendable {
                 }
                 guard rc == SQLITE_OK else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
             }
-            while true {
-                let rc = sqlite3_step(statement)
-                if rc == SQLITE_DONE { break }
-                guard rc == SQLITE_ROW else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
-                try row(SQLRow(statement: statement))
-            }
+            return try body(statement)
         }
     }
 
@@ -248,25 +293,6 @@ final class SQLiteDatabase: @unchecked Sendable {
             throw failure(prepared, String(cString: sqlite3_errmsg(handle)))
         }
         return statement
-    }
-
-    /// Resets a statement after use (ending its read, dropping its bound
-    /// values) and keeps it for the next call.
-    private func release(_ statement: OpaquePointer, _ sql: String) {
-        sqlite3_reset(statement)
-        sqlite3_clear_bindings(statement)
-        if statements[sql] == nil, statements.count < Self.maximumCachedStatements {
-            statements[sql] = statement
-        } else {
-            sqlite3_finalize(statement)
-        }
-    }
-
-    /// The rows of a query, each mapped by `transform`.
-    func rows<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> [T] {
-        var out: [T] = []
-        try query(sql, bindings) { out.append(try transform($0)) }
-        return out
     }
 
     var lastInsertRowID: Int64 { locked { sqlite3_last_insert_rowid(handle) } }
@@ -322,6 +348,13 @@ final class SQLiteDatabase: @unchecked Sendable {
         let folder = (path as NSString).deletingLastPathComponent
         return .storage("cannot change the vault: \(folder) is on a read-only file system (reading works)")
     }
+}
+
+/// A prepared statement kept for reuse, and whether a query is using it.
+private final class CachedStatement {
+    let handle: OpaquePointer
+    var inUse = false
+    init(_ handle: OpaquePointer) { self.handle = handle }
 }
 
 enum SQLValue {

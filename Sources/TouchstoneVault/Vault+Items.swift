@@ -18,17 +18,24 @@ extension Vault {
     static let maximumFieldSize = 4096
 
     func lookupHash(service: String, account: String) -> [UInt8] {
-        Crypto.keyedHash(lookupKey, [Array(service.utf8), Array(account.utf8)])
+        Crypto.keyedHash(lookupKey, service, account)
     }
 
+    private static let secretADLabel = Array("touchstone/item-secret/v1".utf8)
+    private static let deviceWrapADLabel = Array("touchstone/device-wrap/v1".utf8)
+
     static func secretAD(lookup: [UInt8], access: AccessControl) -> [UInt8] {
-        Array("touchstone/item-secret/v1".utf8) + lookup + Array(access.description.utf8)
+        var ad = secretADLabel
+        ad.reserveCapacity(ad.count + lookup.count + 64)
+        ad += lookup
+        ad += access.description.utf8
+        return ad
     }
 
     static let metadataAD = Array("touchstone/item-metadata/v1".utf8)
 
     static func deviceWrapAD(lookup: [UInt8]) -> [UInt8] {
-        Array("touchstone/device-wrap/v1".utf8) + lookup
+        deviceWrapADLabel + lookup
     }
 
     struct Wrap {
@@ -120,8 +127,8 @@ extension Vault {
         }
         let attributes = try plain.withUnsafeBytes { try Self.decodeAttributes($0) }
         // Bytes, not String ==: canonically equivalent strings hash differently.
-        if let expected, attributes.service.utf8.elementsEqual(expected.service.utf8),
-           attributes.account.utf8.elementsEqual(expected.account.utf8) {
+        if let expected, Crypto.sameBytes(attributes.service, expected.service),
+           Crypto.sameBytes(attributes.account, expected.account) {
             return attributes
         }
         guard lookupHash(service: attributes.service, account: attributes.account) == item.lookup else {
@@ -176,9 +183,14 @@ extension Vault {
         StoredItem(id: row.integer(0), lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3), keys: row.blob(4))
     }
 
+    private static let rowByLookup = "SELECT id, metadata, secret, keys FROM items WHERE lookup = ?"
+
     /// The item stored under `lookup` (one row: its wrapped keys are in it).
     func row(lookup: [UInt8]) throws -> StoredItem? {
-        try db.rows("SELECT \(Self.itemColumns) FROM items WHERE lookup = ?", [.blob(lookup)], Self.storedItem).first
+        // The row's lookup equals the one it was found by: not read again.
+        try db.firstRow(Self.rowByLookup, [.blob(lookup)]) {
+            StoredItem(id: $0.integer(0), lookup: lookup, metadata: $0.blob(1), secret: $0.blob(2), keys: $0.blob(3))
+        }
     }
 
     func allRows() throws -> [StoredItem] {
@@ -222,20 +234,42 @@ extension Vault {
 
     /// The item's secret, opened with what `proof` shows.
     public func secret(service: String, account: String, proof: VaultProof) throws -> SecureBytes {
-        let (item, attributes) = try load(service: service, account: account)
-        let itemKey = try openItemKey(item, attributes, proof: proof)
+        let (item, access) = try loadAccess(service: service, account: account)
+        let itemKey = try openItemKey(item, access: access, name: (service, account), proof: proof)
         guard let secret = Crypto.open(item.secret, key: itemKey,
-                                       ad: Self.secretAD(lookup: item.lookup, access: attributes.access)) else {
+                                       ad: Self.secretAD(lookup: item.lookup, access: access)) else {
             throw VaultError.corrupted("the secret of \(service)/\(account) does not decrypt")
         }
         return secret
     }
 
-    /// Tries each way into the item that `proof` can satisfy.
-    func openItemKey(_ item: StoredItem, _ attributes: ItemAttributes, proof: VaultProof) throws -> SecureBytes {
+    /// The item for (service, account) and its access control, with the
+    /// checks of `load`: the attributes decrypt, parse, and name exactly
+    /// this service and account. The other attributes are not turned into
+    /// strings (a read does not return them). Anything unusual (no row, a
+    /// record that does not decrypt or parse, another item's record, a
+    /// first-release JSON record) goes through `load`, which says what.
+    func loadAccess(service: String, account: String) throws -> (StoredItem, AccessControl) {
+        if let item = try row(lookup: lookupHash(service: service, account: account)),
+           let access = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD, { raw -> AccessControl? in
+               guard let fields = AttributeCodec.fields(raw),
+                     Crypto.sameBytes(fields.service, service), Crypto.sameBytes(fields.account, account) else { return nil }
+               return fields.access
+           }) ?? nil {
+            return (item, access)
+        }
+        let (item, attributes) = try load(service: service, account: account)
+        return (item, attributes.access)
+    }
+
+    /// Tries each way into the item that `proof` can satisfy. `name`: the
+    /// item's service and account, for messages.
+    func openItemKey(_ item: StoredItem, access: AccessControl, name: (service: String, account: String),
+                     proof: VaultProof) throws -> SecureBytes {
         let wraps = try wraps(of: item)
-        guard wraps.count == attributes.access.alternatives.count else {
-            throw VaultError.corrupted("the item \(attributes.service)/\(attributes.account) has \(wraps.count) wrapped keys for \(attributes.access.alternatives.count) ways in")
+        let ways = access.alternativeCount
+        guard wraps.count == ways else {
+            throw VaultError.corrupted("the item \(name.service)/\(name.account) has \(wraps.count) wrapped keys for \(ways) ways in")
         }
         // Items wrapped only to the device key (access none) need no class
         // key record: skip that query for them.
@@ -246,7 +280,7 @@ extension Vault {
             if wrap.classKeyIDs == [ClassKey.deviceID] {
                 guard let itemKey = Crypto.open(wrap.wrapped, key: deviceKey, ad: Self.deviceWrapAD(lookup: item.lookup)),
                       itemKey.count == Crypto.keySize else {
-                    throw VaultError.corrupted("a wrapped key of \(attributes.service)/\(attributes.account) does not open")
+                    throw VaultError.corrupted("a wrapped key of \(name.service)/\(name.account) does not open")
                 }
                 return itemKey
             }
@@ -265,7 +299,7 @@ extension Vault {
                 for key in keys.reversed() {
                     let secretKey = try openClassKey(key, proof: proof)
                     guard let opened = Crypto.openBox(box, publicKey: key.publicKey, secretKey: secretKey) else {
-                        throw VaultError.corrupted("a wrapped key of \(attributes.service)/\(attributes.account) does not open")
+                        throw VaultError.corrupted("a wrapped key of \(name.service)/\(name.account) does not open")
                     }
                     box = opened.withUnsafeBytes { Array($0) }
                 }
@@ -330,7 +364,7 @@ extension Vault {
             guard (1...Self.maximumSecretSize).contains(newSecret.count) else {
                 throw VaultError.invalidInput("a secret is 1 byte to 1 MiB, not \(newSecret.count) bytes")
             }
-            let itemKey = try openItemKey(item, old, proof: proof)
+            let itemKey = try openItemKey(item, access: old.access, name: (service, account), proof: proof)
             secretBox = Crypto.seal(newSecret, key: itemKey, ad: Self.secretAD(lookup: item.lookup, access: old.access))
         }
         try rewrite(item, metadata: try sealMetadata(attributes), secret: secretBox)

@@ -32,6 +32,20 @@ struct AttributeCodecTests {
             let decoded = try encoded.withUnsafeBytes { try Vault.decodeAttributes($0) }
             #expect(decoded == attributes)
             #expect(decoded.access.description == access.description)
+            // The view a read stops at (Vault.loadAccess) agrees with the full decode.
+            // (The views point into `encoded`: used inside the closure only.)
+            let view = encoded.withUnsafeBytes { raw in
+                AttributeCodec.fields(raw).map { f in
+                    (service: Array(f.service), account: Array(f.account), access: f.access,
+                     matches: Crypto.sameBytes(f.service, attributes.service) && Crypto.sameBytes(f.account, attributes.account),
+                     matchesOther: Crypto.sameBytes(f.service, attributes.service + "x"))
+                }
+            }
+            let fields = try #require(view)
+            #expect(fields.service == Array(attributes.service.utf8) && fields.account == Array(attributes.account.utf8))
+            #expect(fields.matches && !fields.matchesOther)
+            #expect(fields.access == access && fields.access.description == access.description)
+            #expect(access.alternativeCount == access.alternatives.count)
         }
     }
 

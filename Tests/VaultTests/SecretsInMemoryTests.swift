@@ -32,19 +32,8 @@ struct SecretsInMemoryTests {
     /// root key (unsealed once more), its three subkeys, every class key,
     /// and the item keys of `accounts`.
     static func keyNeedles(_ vault: Vault, _ tpm: TPM, passcode: PasscodeAuth, accounts: [String]) throws -> [ScanNeedle] {
-        var needles = [ScanNeedle("root key", try Vault.rootKey(vault.db, tpm)),
-                       ScanNeedle("metadata key", vault.metadataKey),
-                       ScanNeedle("lookup key", vault.lookupKey),
-                       ScanNeedle("device wrap key", vault.deviceKey)]
         let both = VaultProof(biometricMatch: true, passcode: passcode)
-        for key in try vault.classKeys().values.sorted(by: { $0.id < $1.id }) {
-            needles.append(ScanNeedle("class key \(key.id) (\(key.kind?.rawValue ?? "?"))", try vault.openClassKey(key, proof: both)))
-        }
-        for account in accounts {
-            let (item, attributes) = try vault.load(service: "memscan", account: account)
-            needles.append(ScanNeedle("item key of \(account)", try vault.openItemKey(item, attributes, proof: both)))
-        }
-        return needles
+        return try vault.keyInventory(tpm: tpm, proof: both, service: "memscan", accounts: accounts).map { ScanNeedle($0.label, $0.key) }
     }
 
     /// The two reads under test, as the library makes them (Keychain.get:
