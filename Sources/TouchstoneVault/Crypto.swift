@@ -3,8 +3,9 @@ import Glibc
 import TouchstoneSecure
 
 /// The vault's symmetric cryptography, all from libsodium:
-/// XChaCha20-Poly1305 (IETF) for every encryption, keyed BLAKE2b for lookup
-/// hashes and subkeys.
+/// XChaCha20-Poly1305 (IETF) on raw keys (the rows' other cipher,
+/// AES-256-GCM, is in RecordCipher.swift), keyed BLAKE2b for lookup hashes
+/// and subkeys.
 enum Crypto {
     static let keySize = Int(crypto_aead_xchacha20poly1305_ietf_KEYBYTES)
     static let nonceSize = Int(crypto_aead_xchacha20poly1305_ietf_NPUBBYTES)
@@ -35,49 +36,6 @@ enum Crypto {
 
     static func seal(_ plaintext: [UInt8], key: SecureBytes, ad: [UInt8]) -> [UInt8] {
         plaintext.withUnsafeBytes { seal($0, key: key, ad: ad) }
-    }
-
-    /// The plaintext, or nil when the box was altered, truncated, or made
-    /// with another key or associated data.
-    static func open(_ box: [UInt8], key: SecureBytes, ad: [UInt8]) -> SecureBytes? {
-        ensureSodium()
-        guard key.count == keySize, box.count >= nonceSize + tagSize else { return nil }
-        let out = SecureBytes(count: box.count - nonceSize - tagSize)
-        let ok: Bool = box.withUnsafeBufferPointer { b in
-            out.withUnsafeMutableBytes { o in
-                key.withUnsafeBytes { k in
-                    var written: UInt64 = 0
-                    return crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        o.baseAddress?.assumingMemoryBound(to: UInt8.self), &written, nil,
-                        b.baseAddress! + nonceSize, UInt64(box.count - nonceSize),
-                        ad, UInt64(ad.count), b.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
-                }
-            }
-        }
-        return ok ? out : nil
-    }
-
-    /// Opens `box` into a temporary buffer, passes the plaintext to `body`
-    /// and wipes the buffer; nil (and `body` not called) when the box does
-    /// not open. For plaintext that is not key material and is used only
-    /// briefly (an item's attributes on a read): no locked page is taken.
-    static func open<R>(_ box: [UInt8], key: SecureBytes, ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
-        ensureSodium()
-        guard key.count == keySize, box.count >= nonceSize + tagSize else { return nil }
-        let count = box.count - nonceSize - tagSize
-        return try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { out in
-            defer { sodium_memzero(out.baseAddress, out.count) }
-            let opened: Bool = box.withUnsafeBufferPointer { b in
-                key.withUnsafeBytes { k in
-                    crypto_aead_xchacha20poly1305_ietf_decrypt(
-                        out.baseAddress?.assumingMemoryBound(to: UInt8.self), nil, nil,
-                        b.baseAddress! + nonceSize, UInt64(box.count - nonceSize),
-                        ad, UInt64(ad.count), b.baseAddress!, k.baseAddress!.assumingMemoryBound(to: UInt8.self)) == 0
-                }
-            }
-            guard opened else { return nil }
-            return try body(UnsafeRawBufferPointer(rebasing: out[0..<count]))
-        }
     }
 
     /// Keyed BLAKE2b-256 of `parts`, each length-prefixed (so no two

@@ -2,13 +2,14 @@
 /// version; each migration moves it up by one inside a transaction. A
 /// database newer than this code is refused, never touched.
 enum Schema {
-    static let current = 2
+    static let current = 3
 
     /// Migration `i` takes the schema from version i to i + 1, inside the
     /// transaction that also sets the new version.
     static let migrations: [@Sendable (SQLiteDatabase) throws -> Void] = [
         { try $0.execute(firstRelease) },
         moveWrapsIntoItems,
+        { try $0.execute(addCipherColumn) },
     ]
 
     /// 0 -> 1: the first release.
@@ -65,6 +66,10 @@ enum Schema {
         }
         try db.execute("DROP TABLE wraps")
     }
+
+    /// 2 -> 3: each row names the AEAD of its boxes (RecordCipher); every
+    /// row so far is XChaCha20-Poly1305 (1).
+    static let addCipherColumn = "ALTER TABLE items ADD COLUMN cipher INTEGER NOT NULL DEFAULT 1"
 
     static func migrate(_ db: SQLiteDatabase) throws {
         var version = 0

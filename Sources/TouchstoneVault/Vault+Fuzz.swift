@@ -4,7 +4,8 @@
 /// run the very same code.
 extension Vault {
     /// Feeds `bytes` to the record decoders: as the attributes' record
-    /// (binary, or the first release's JSON; after decryption), as an item's
+    /// (binary, or the first release's JSON; after decryption; and the
+    /// binary record's field view), as an item's
     /// keys record, as a schema 1 wrap's class key id list, as an
     /// access-control spec. None may trap. Returns nil, or the invariant the input broke.
     static func fuzzRecordCheck(_ bytes: [UInt8]) -> String? {
@@ -21,6 +22,17 @@ extension Vault {
                 if again != attributes { return "the attributes record does not encode back to itself" }
             }
         }
+        // The view a read stops at agrees with the full decode: it accepts
+        // everything the decode accepts, with the same identity and access.
+        let disagreement: String? = bytes.withUnsafeBytes { raw in
+            let fields = AttributeCodec.fields(raw), decoded = AttributeCodec.decode(raw)
+            guard let decoded else { return nil }
+            guard let fields else { return "the fields view refused a record the decode accepts" }
+            guard Crypto.sameBytes(fields.service, decoded.service), Crypto.sameBytes(fields.account, decoded.account),
+                  fields.access == decoded.access else { return "the fields view disagrees with the decode" }
+            return nil
+        }
+        if let disagreement { return disagreement }
         if let wraps = WrapCodec.decode(bytes), WrapCodec.encode(wraps) != bytes {
             return "the keys record does not encode back to itself"
         }

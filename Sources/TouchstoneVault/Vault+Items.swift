@@ -6,14 +6,16 @@ import TouchstoneTPM
 ///
 /// Record layout (docs/vault.md), one `items` row per item:
 /// - `lookup`: keyed BLAKE2b of (service, account) under the lookup key;
-/// - `metadata`: XChaCha20-Poly1305 of the attributes (AttributeCodec) under
-///   the metadata key; the lookup is recomputed from them and must match;
-/// - `secret`: XChaCha20-Poly1305 of the secret under the item key, with the
-///   item's lookup and access control as associated data;
+/// - `metadata`: AEAD of the attributes (AttributeCodec) under the metadata
+///   key; the lookup is recomputed from them and must match;
+/// - `secret`: AEAD of the secret under the item key, with the item's lookup
+///   and access control as associated data;
 /// - `keys`: the item key wrapped once per way in (WrapCodec): sealed boxes
 ///   to class keys (nested for "and"), so adding needs no authentication and
 ///   opening needs the class key that the TPM releases only under its
-///   policy; or, for access `none`, XChaCha20-Poly1305 under the device key.
+///   policy; or, for access `none`, AEAD under the device key;
+/// - `cipher`: the AEAD of the three (RecordCipher): AES-256-GCM or
+///   XChaCha20-Poly1305.
 extension Vault {
     static let maximumFieldSize = 4096
 
@@ -51,6 +53,22 @@ extension Vault {
         let secret: [UInt8]
         /// The wrapped item keys (WrapCodec).
         let keys: [UInt8]
+        /// RecordCipher's raw value, as stored.
+        let cipher: Int64
+    }
+
+    /// The row's record cipher; an unknown one is damage.
+    static func cipher(of item: StoredItem) throws -> RecordCipher {
+        guard let cipher = RecordCipher(rawValue: item.cipher) else {
+            throw VaultError.corrupted("an item's record names an unknown cipher (\(item.cipher))")
+        }
+        return cipher
+    }
+
+    /// `key` ready for the row cipher `cipher`.
+    static func itemAEAD(_ key: SecureBytes, _ cipher: RecordCipher) throws -> AEADKey {
+        guard let aead = AEADKey(key, cipher: cipher) else { throw cipher.unavailable }
+        return aead
     }
 
     // MARK: - Add
@@ -69,12 +87,13 @@ extension Vault {
         let lookup = lookupHash(service: attributes.service, account: attributes.account)
         if try exists(lookup: lookup) { throw VaultError.duplicateItem }
 
+        let cipher = recordCipher
         let itemKey = SecureBytes.random(count: Crypto.keySize)
         var wraps: [Wrap] = []
         for (n, alternative) in attributes.access.alternatives.enumerated() {
             if alternative.isEmpty {
                 wraps.append(Wrap(alternative: n, classKeyIDs: [ClassKey.deviceID],
-                                  wrapped: Crypto.seal(itemKey, key: deviceKey, ad: Self.deviceWrapAD(lookup: lookup))))
+                                  wrapped: try deviceKeys.key(cipher).seal(itemKey, ad: Self.deviceWrapAD(lookup: lookup))))
                 continue
             }
             let keys: [(Int64, [UInt8])] = try alternative.map { let k = try activeClassKey(for: $0); return (k.id, k.publicKey) }
@@ -89,13 +108,13 @@ extension Vault {
             }
             wraps.append(Wrap(alternative: n, classKeyIDs: keys.map(\.0), wrapped: box))
         }
-        let secretBox = Crypto.seal(secret, key: itemKey, ad: Self.secretAD(lookup: lookup, access: attributes.access))
-        let metadataBox = try sealMetadata(attributes)
+        let secretBox = try Self.itemAEAD(itemKey, cipher).seal(secret, ad: Self.secretAD(lookup: lookup, access: attributes.access))
+        let metadataBox = try sealMetadata(attributes, cipher)
         let keys = WrapCodec.encode(wraps)
         try db.transaction {
             if try exists(lookup: lookup) { throw VaultError.duplicateItem }
-            try db.query("INSERT INTO items(lookup, metadata, secret, keys) VALUES(?, ?, ?, ?)",
-                         [.blob(lookup), .blob(metadataBox), .blob(secretBox), .blob(keys)])
+            try db.query("INSERT INTO items(lookup, metadata, secret, keys, cipher) VALUES(?, ?, ?, ?, ?)",
+                         [.blob(lookup), .blob(metadataBox), .blob(secretBox), .blob(keys), .integer(cipher.rawValue)])
         }
     }
 
@@ -111,10 +130,10 @@ extension Vault {
         guard (a.generic?.count ?? 0) <= Self.maximumSecretSize else { throw VaultError.invalidInput("generic data over 1 MiB") }
     }
 
-    func sealMetadata(_ attributes: ItemAttributes) throws -> [UInt8] {
+    func sealMetadata(_ attributes: ItemAttributes, _ cipher: RecordCipher) throws -> [UInt8] {
         var plain = AttributeCodec.encode(attributes)
         defer { secureWipe(&plain) }
-        return Crypto.seal(plain, key: metadataKey, ad: Self.metadataAD)
+        return try metadataKeys.key(cipher).seal(plain, ad: Self.metadataAD)
     }
 
     /// The item's attributes, checked against its lookup hash. `expected`:
@@ -122,7 +141,7 @@ extension Vault {
     /// name exactly these, the row's lookup is their hash already (it was
     /// found by it), and the hash is not computed again.
     func openMetadata(_ item: StoredItem, expected: (service: String, account: String)? = nil) throws -> ItemAttributes {
-        guard let plain = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD) else {
+        guard let plain = try metadataKeys.key(Self.cipher(of: item)).open(item.metadata, ad: Self.metadataAD) else {
             throw VaultError.corrupted("an item's attributes do not decrypt")
         }
         let attributes = try plain.withUnsafeBytes { try Self.decodeAttributes($0) }
@@ -177,19 +196,21 @@ extension Vault {
         try !db.rows("SELECT 1 FROM items WHERE lookup = ?", [.blob(lookup)]) { _ in true }.isEmpty
     }
 
-    static let itemColumns = "id, lookup, metadata, secret, keys"
+    static let itemColumns = "id, lookup, metadata, secret, keys, cipher"
 
     static func storedItem(_ row: SQLRow) -> StoredItem {
-        StoredItem(id: row.integer(0), lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3), keys: row.blob(4))
+        StoredItem(id: row.integer(0), lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3), keys: row.blob(4),
+                   cipher: row.integer(5))
     }
 
-    private static let rowByLookup = "SELECT id, metadata, secret, keys FROM items WHERE lookup = ?"
+    private static let rowByLookup = "SELECT id, metadata, secret, keys, cipher FROM items WHERE lookup = ?"
 
     /// The item stored under `lookup` (one row: its wrapped keys are in it).
     func row(lookup: [UInt8]) throws -> StoredItem? {
         // The row's lookup equals the one it was found by: not read again.
         try db.firstRow(Self.rowByLookup, [.blob(lookup)]) {
-            StoredItem(id: $0.integer(0), lookup: lookup, metadata: $0.blob(1), secret: $0.blob(2), keys: $0.blob(3))
+            StoredItem(id: $0.integer(0), lookup: lookup, metadata: $0.blob(1), secret: $0.blob(2), keys: $0.blob(3),
+                       cipher: $0.integer(4))
         }
     }
 
@@ -218,7 +239,8 @@ extension Vault {
             return (item, attributes)
         }
         for item in try allRows() {
-            guard let json = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD) else { continue }
+            guard let cipher = try? Self.cipher(of: item), let key = try? metadataKeys.key(cipher),
+                  let json = key.open(item.metadata, ad: Self.metadataAD) else { continue }
             if let a = try? json.withUnsafeBytes({ try Self.decodeAttributes($0) }),
                a.service == service, a.account == account {
                 throw VaultError.corrupted("the lookup hash of \(service)/\(account) was altered")
@@ -236,8 +258,8 @@ extension Vault {
     public func secret(service: String, account: String, proof: VaultProof) throws -> SecureBytes {
         let (item, access) = try loadAccess(service: service, account: account)
         let itemKey = try openItemKey(item, access: access, name: (service, account), proof: proof)
-        guard let secret = Crypto.open(item.secret, key: itemKey,
-                                       ad: Self.secretAD(lookup: item.lookup, access: access)) else {
+        guard let secret = try Self.itemAEAD(itemKey, Self.cipher(of: item))
+            .open(item.secret, ad: Self.secretAD(lookup: item.lookup, access: access)) else {
             throw VaultError.corrupted("the secret of \(service)/\(account) does not decrypt")
         }
         return secret
@@ -251,7 +273,8 @@ extension Vault {
     /// first-release JSON record) goes through `load`, which says what.
     func loadAccess(service: String, account: String) throws -> (StoredItem, AccessControl) {
         if let item = try row(lookup: lookupHash(service: service, account: account)),
-           let access = Crypto.open(item.metadata, key: metadataKey, ad: Self.metadataAD, { raw -> AccessControl? in
+           let cipher = RecordCipher(rawValue: item.cipher), let key = try? metadataKeys.key(cipher),
+           let access = key.open(item.metadata, ad: Self.metadataAD, { raw -> AccessControl? in
                guard let fields = AttributeCodec.fields(raw),
                      Crypto.sameBytes(fields.service, service), Crypto.sameBytes(fields.account, account) else { return nil }
                return fields.access
@@ -278,7 +301,7 @@ extension Vault {
         var closed = 0
         for wrap in wraps {
             if wrap.classKeyIDs == [ClassKey.deviceID] {
-                guard let itemKey = Crypto.open(wrap.wrapped, key: deviceKey, ad: Self.deviceWrapAD(lookup: item.lookup)),
+                guard let itemKey = try deviceKeys.key(Self.cipher(of: item)).open(wrap.wrapped, ad: Self.deviceWrapAD(lookup: item.lookup)),
                       itemKey.count == Crypto.keySize else {
                     throw VaultError.corrupted("a wrapped key of \(name.service)/\(name.account) does not open")
                 }
@@ -365,9 +388,11 @@ extension Vault {
                 throw VaultError.invalidInput("a secret is 1 byte to 1 MiB, not \(newSecret.count) bytes")
             }
             let itemKey = try openItemKey(item, access: old.access, name: (service, account), proof: proof)
-            secretBox = Crypto.seal(newSecret, key: itemKey, ad: Self.secretAD(lookup: item.lookup, access: old.access))
+            secretBox = try Self.itemAEAD(itemKey, Self.cipher(of: item))
+                .seal(newSecret, ad: Self.secretAD(lookup: item.lookup, access: old.access))
         }
-        try rewrite(item, metadata: try sealMetadata(attributes), secret: secretBox)
+        // The row keeps its cipher: its other boxes were made with it.
+        try rewrite(item, metadata: try sealMetadata(attributes, Self.cipher(of: item)), secret: secretBox)
     }
 
     /// Writes an item's new records over the row `item` was read from. The

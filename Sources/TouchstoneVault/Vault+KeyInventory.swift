@@ -3,17 +3,23 @@ import TouchstoneTPM
 
 extension Vault {
     /// Every key of this vault that `proof` reaches, labelled: the root key
-    /// (unsealed once more from `tpm`), its three subkeys, every class key,
-    /// and the item keys of `accounts` under `service`.
+    /// (unsealed once more from `tpm`), its subkeys (three, and two more for
+    /// AES-256-GCM rows where the CPU has AES-NI), every class key, and the
+    /// item keys of `accounts` under `service`.
     ///
     /// Internal, for the memory-scan tests (MemoryScanTests in a stopped
     /// `touchstone` process, SecretsInMemoryTests in the test process),
     /// which search memory for each of these keys.
     func keyInventory(tpm: TPM, proof: VaultProof, service: String, accounts: [String]) throws -> [(label: String, key: SecureBytes)] {
+        let root = try Self.rootKey(db, tpm)
         var keys: [(label: String, key: SecureBytes)] = [
-            ("root key", try Self.rootKey(db, tpm)), ("metadata key", metadataKey),
-            ("lookup key", lookupKey), ("device wrap key", deviceKey),
+            ("root key", root), ("metadata key", metadataKey), ("lookup key", lookupKey), ("device wrap key", deviceKey),
         ]
+        if RecordCipher.aesAvailable {
+            for purpose in ["metadata", "device-wrap"] {
+                keys.append(("\(purpose) key (AES-256-GCM)", Crypto.subkey(root, CipherKeys.aesPurpose(purpose))))
+            }
+        }
         for key in try classKeys().values.sorted(by: { $0.id < $1.id }) {
             keys.append(("class key \(key.id) (\(key.kind?.rawValue ?? "?"))", try openClassKey(key, proof: proof)))
         }

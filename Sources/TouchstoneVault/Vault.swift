@@ -13,18 +13,29 @@ import TouchstoneTPM
 ///   biometry-current-set = the enrolment state at seal time, one per state);
 /// - item keys: random per item, wrapped once per way in (AEAD under the
 ///   class key, or under a combination of class keys for "and").
+///
+/// A row's symmetric boxes use its record cipher (RecordCipher): AES-256-GCM
+/// for new rows where the CPU has AES-NI, else XChaCha20-Poly1305, as every
+/// row before schema 3.
 public final class Vault: @unchecked Sendable {
     // @unchecked Sendable: the database and TPM serialise themselves; the
     // derived keys are immutable after init.
     public let home: URL
     public let tpm: TPM
     let db: SQLiteDatabase
+    /// The metadata key of XChaCha20-Poly1305 rows (`metadataKeys` holds it
+    /// and the AES-256-GCM one, ready for use).
     let metadataKey: SecureBytes
     let lookupKey: SecureBytes
     /// Wraps item keys of access `none`. It is in memory whenever the vault
     /// is open, so a public-key box would protect nothing more: those items
-    /// are wrapped with XChaCha20-Poly1305 under it.
+    /// are wrapped with the row's AEAD under it. This is the
+    /// XChaCha20-Poly1305 key; `deviceKeys` holds both.
     let deviceKey: SecureBytes
+    let metadataKeys: CipherKeys
+    let deviceKeys: CipherKeys
+    /// The cipher new rows are written with.
+    let recordCipher: RecordCipher
 
     public static let databaseName = "vault.sqlite"
     /// The largest secret an item holds (1 MiB).
@@ -36,7 +47,14 @@ public final class Vault: @unchecked Sendable {
     /// group or others can read is refused (fix it with chmod 700). On a
     /// read-only file system the vault opens read-only: listing and reading
     /// work, changes are refused (`isReadOnly`).
-    public init(home: URL, tpm: TPM) throws {
+    public convenience init(home: URL, tpm: TPM) throws {
+        try self.init(home: home, tpm: tpm, recordCipher: .preferred)
+    }
+
+    /// `recordCipher`: what new rows are written with (tests write both).
+    init(home: URL, tpm: TPM, recordCipher: RecordCipher) throws {
+        precondition(recordCipher.isAvailable)
+        self.recordCipher = recordCipher
         self.home = home
         self.tpm = tpm
         let writable = try Self.preparePrivateDirectory(home)
@@ -48,6 +66,8 @@ public final class Vault: @unchecked Sendable {
         metadataKey = Crypto.subkey(root, "metadata")
         lookupKey = Crypto.subkey(root, "lookup")
         deviceKey = Crypto.subkey(root, "device-wrap")
+        metadataKeys = CipherKeys(root: root, purpose: "metadata", xchacha: metadataKey)
+        deviceKeys = CipherKeys(root: root, purpose: "device-wrap", xchacha: deviceKey)
     }
 
     /// Whether the vault was opened read-only (its folder is on a read-only

@@ -118,7 +118,8 @@ struct AttributeCodecTests {
 
     @Test("an item stored by the first release (JSON attributes) opens, lists and updates; the update writes the binary record")
     func legacyItemInAVault() throws {
-        let rig = try VaultRig()
+        // The first release wrote XChaCha20-Poly1305 rows.
+        let rig = try VaultRig(recordCipher: .xchacha20poly1305)
         try rig.vault.add(secret("old"), attributes: ItemAttributes(service: "s", account: "legacy", label: "L", access: .devicePasscode))
         try rig.vault.add(secret("new"), attributes: ItemAttributes(service: "s", account: "current", access: .none))
         let stored = try rig.vault.attributes(service: "s", account: "legacy")
@@ -136,7 +137,7 @@ struct AttributeCodecTests {
         try vault.update(service: "s", account: "legacy", label: "M")
         let metadata = try rig.database().rows("SELECT metadata FROM items WHERE lookup = ?", [.blob(lookup)]) { $0.blob(0) }
         let record = try #require(metadata.first)
-        let plain = try #require(Crypto.open(record, key: vault.metadataKey, ad: Vault.metadataAD))
+        let plain = try #require(vault.metadataKeys.xchacha.open(record, ad: Vault.metadataAD))
         #expect(plain.withUnsafeBytes { $0.first } == AttributeCodec.format)
         #expect(try vault.attributes(service: "s", account: "legacy").label == "M")
         #expect(string(try vault.secret(service: "s", account: "legacy", proof: passcode)) == "old")

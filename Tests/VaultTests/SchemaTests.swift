@@ -33,8 +33,9 @@ struct SchemaTests {
         #expect(WrapCodec.decode(damaged) == nil)
     }
 
-    /// Turns a schema 2 vault back into the schema 1 layout: a `wraps` table
-    /// with one row per way in, no `keys` column, user_version 1.
+    /// Turns a vault of XChaCha20-Poly1305 rows back into the schema 1
+    /// layout: a `wraps` table with one row per way in, no `keys` or
+    /// `cipher` column, user_version 1.
     static func downgradeToSchema1(_ db: SQLiteDatabase) throws {
         try db.execute(Schema.firstRelease.components(separatedBy: "CREATE TABLE wraps").last.map { "CREATE TABLE wraps" + $0 }!)
         let items = try db.rows("SELECT id, keys FROM items", []) { ($0.integer(0), $0.blob(1)) }
@@ -46,12 +47,13 @@ struct SchemaTests {
             }
         }
         try db.execute("ALTER TABLE items DROP COLUMN keys")
+        try db.execute("ALTER TABLE items DROP COLUMN cipher")
         try db.execute("PRAGMA user_version = 1")
     }
 
     @Test("a schema 1 vault is migrated when opened: every item opens with its access, a damaged one reads as corrupted")
     func migrationFromSchema1() throws {
-        let rig = try VaultRig()
+        let rig = try VaultRig(recordCipher: .xchacha20poly1305)  // as schema 1 wrote
         let accesses: [(String, AccessControl)] = [
             ("none", .none), ("passcode", .devicePasscode), ("presence", .userPresence),
             ("both", .and(.biometryAny, .devicePasscode)), ("damaged", .devicePasscode),
@@ -75,5 +77,79 @@ struct SchemaTests {
         #expect(throws: VaultError.self) { try vault.secret(service: "m", account: "damaged", proof: passcode) }
         let states = Dictionary(uniqueKeysWithValues: try vault.list().map { ($0.attributes?.account ?? "?", $0.state) })
         #expect(states == ["none": .ok, "passcode": .ok, "presence": .ok, "both": .ok, "damaged": .corrupted])
+    }
+}
+
+/// Rows of both record ciphers (RecordCipher) in one vault, and the
+/// migration that names every older row's cipher.
+@Suite("Record ciphers")
+struct RecordCipherTests {
+    static let accesses: [(String, AccessControl, VaultProof)] = [
+        ("none", .none, .none), ("passcode", .devicePasscode, passcode),
+        ("presence", .userPresence, finger), ("both", .and(.biometryAny, .devicePasscode), both),
+    ]
+
+    @Test("a vault holds rows of each cipher this CPU runs: each opens, lists, updates (keeping its cipher) and deletes")
+    func mixedVault() throws {
+        let ciphers = RecordCipher.allCases.filter(\.isAvailable)
+        let rig = try VaultRig(recordCipher: ciphers[0])
+        for cipher in ciphers {
+            let vault = try rig.reopen(recordCipher: cipher)
+            for (account, access, _) in Self.accesses {
+                try vault.add(secret("\(cipher) \(account)"),
+                              attributes: ItemAttributes(service: "\(cipher)", account: account, access: access))
+            }
+        }
+        // Each row is in its cipher: the column says so, and the secret box
+        // has that cipher's nonce (12 bytes for AES-256-GCM, 24 for XChaCha).
+        let stored = try rig.database().rows("SELECT cipher, length(secret) FROM items", []) { ($0.integer(0), Int($0.integer(1))) }
+        for cipher in ciphers {
+            let boxes = stored.filter { $0.0 == cipher.rawValue }
+            #expect(boxes.count == Self.accesses.count)
+            for (_, size) in boxes {
+                let plaintext = "\(cipher) ".utf8.count   // + the account's length
+                #expect(Self.accesses.contains { size == cipher.nonceSize + plaintext + $0.0.utf8.count + Crypto.tagSize })
+            }
+        }
+        // Any instance reads every row, whichever cipher it writes.
+        for reader in ciphers {
+            let vault = try rig.reopen(recordCipher: reader)
+            for cipher in ciphers {
+                for (account, _, proof) in Self.accesses {
+                    #expect(string(try vault.secret(service: "\(cipher)", account: account, proof: proof)) == "\(cipher) \(account)")
+                }
+            }
+            #expect(try vault.list().map(\.state) == Array(repeating: .ok, count: ciphers.count * Self.accesses.count))
+        }
+        // An update by an instance writing the other cipher keeps the row's.
+        let other = try rig.reopen(recordCipher: ciphers.last!)
+        try other.update(service: "\(ciphers[0])", account: "passcode", secret: secret("changed"), label: "L", proof: passcode)
+        #expect(string(try other.secret(service: "\(ciphers[0])", account: "passcode", proof: passcode)) == "changed")
+        #expect(try other.attributes(service: "\(ciphers[0])", account: "passcode").label == "L")
+        let (row, _) = try other.load(service: "\(ciphers[0])", account: "passcode")
+        #expect(row.cipher == ciphers[0].rawValue)
+        try other.delete(service: "\(ciphers[0])", account: "none")
+        #expect(throws: VaultError.itemNotFound) { try other.secret(service: "\(ciphers[0])", account: "none", proof: .none) }
+    }
+
+    @Test("a schema 2 vault is migrated to 3: its rows are named XChaCha20-Poly1305 and open; new rows use this CPU's cipher")
+    func migrationFromSchema2() throws {
+        let rig = try VaultRig(recordCipher: .xchacha20poly1305)  // as schema 2 wrote
+        for (account, access, _) in Self.accesses {
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "m", account: account, access: access))
+        }
+        let db = try rig.database()
+        try db.execute("ALTER TABLE items DROP COLUMN cipher")
+        try db.execute("PRAGMA user_version = 2")
+
+        let vault = try rig.reopen(recordCipher: .preferred)
+        #expect(try db.rows("PRAGMA user_version", []) { $0.integer(0) } == [Int64(Schema.current)])
+        #expect(Set(try db.rows("SELECT cipher FROM items", []) { $0.integer(0) }) == [RecordCipher.xchacha20poly1305.rawValue])
+        for (account, _, proof) in Self.accesses {
+            #expect(string(try vault.secret(service: "m", account: account, proof: proof)) == account)
+        }
+        try vault.add(secret("new"), attributes: ItemAttributes(service: "m", account: "new", access: .none))
+        #expect(try db.rows("SELECT cipher FROM items ORDER BY id DESC LIMIT 1", []) { $0.integer(0) } == [RecordCipher.preferred.rawValue])
+        #expect(string(try vault.secret(service: "m", account: "new", proof: .none)) == "new")
     }
 }

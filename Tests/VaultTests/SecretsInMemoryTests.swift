@@ -74,13 +74,17 @@ struct SecretsInMemoryTests {
             }()
             needles += [noneNeedle, protectedNeedle]
             needles += try Self.keyNeedles(vault, tpm, passcode: passcode, accounts: ["none", "passcode"])
-            #expect(needles.count == 13)  // passcode, authValue, 2 secrets, root, 3 subkeys, 3 class keys, 2 item keys
+            // passcode, authValue, 2 secrets, root, 3 subkeys (+ 2 for AES-256-GCM rows), 3 class keys, 2 item keys
+            #expect(needles.count == 13 + (RecordCipher.aesAvailable ? 2 : 0))
 
             #expect(try Self.readAndDrop(vault, passcode, noneNeedle, protectedNeedle))
 
-            // Open: the subkeys only in the vault's own buffers, and locked.
-            let own = [vault.metadataKey, vault.lookupKey, vault.deviceKey]
-            for (name, key) in zip(["metadata key", "lookup key", "device wrap key"], own) {
+            // Open: the subkeys only in the vault's own buffers, and locked
+            // (the AES-256-GCM keys inside their expanded states).
+            let aesStates = [vault.metadataKeys.aes, vault.deviceKeys.aes].compactMap { $0?.material }
+            let own = [vault.metadataKey, vault.lookupKey, vault.deviceKey] + aesStates
+            let names = ["metadata key", "lookup key", "device wrap key", "metadata AES state", "device wrap AES state"]
+            for (name, key) in zip(names, own) {
                 #expect(key.isLocked, "\(name)")
                 // (A sanitizer makes mlock do nothing: SecureMemoryTests.underSanitizer.)
                 #expect(try SecureMemoryTests.underSanitizer || key.withUnsafeBytes { try isMemoryLocked($0.baseAddress!) },

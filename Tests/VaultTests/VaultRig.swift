@@ -11,16 +11,24 @@ final class VaultRig: @unchecked Sendable {
     let home: URL
     let vault: Vault
 
-    init(passcode: Bool = true) throws {
+    let recordCipher: RecordCipher
+
+    /// `recordCipher`: what the vault writes new rows with (default: what
+    /// a vault on this CPU writes).
+    init(passcode: Bool = true, recordCipher: RecordCipher = .preferred) throws {
+        self.recordCipher = recordCipher
         tpmRig = try SwtpmRig()
         tpm = try tpmRig.tpm()
         home = URL(fileURLWithPath: tpmRig.directory).appendingPathComponent("home")
-        vault = try Vault(home: home, tpm: tpm)
+        vault = try Vault(home: home, tpm: tpm, recordCipher: recordCipher)
         if passcode { try vault.setPasscode(rightPasscode, domainState: randomState()) }
     }
 
-    /// Another Vault instance on the same folder and TPM (another process's view).
-    func reopen() throws -> Vault { try Vault(home: home, tpm: tpm) }
+    /// Another Vault instance on the same folder and TPM (another process's
+    /// view), writing with `recordCipher` (default: the rig's).
+    func reopen(recordCipher: RecordCipher? = nil) throws -> Vault {
+        try Vault(home: home, tpm: tpm, recordCipher: recordCipher ?? self.recordCipher)
+    }
 
     /// A raw connection to the database, for tampering.
     func database() throws -> SQLiteDatabase {

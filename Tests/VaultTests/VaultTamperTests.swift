@@ -7,9 +7,14 @@ import TouchstoneTPM
 
 @Suite("Tampering, damage and other TPMs")
 struct VaultTamperTests {
-    /// Three items; `damage` alters the stored rows of "victim"; the others must still open.
-    func tamper(_ damage: (SQLiteDatabase, Int64) throws -> Void) throws -> (VaultRig, Vault) {
-        let rig = try VaultRig()
+    /// The record ciphers this CPU runs: every tamper case is tried on rows
+    /// of each.
+    static let ciphers = RecordCipher.allCases.filter(\.isAvailable)
+
+    /// Three items in rows of `cipher`; `damage` alters the stored rows of
+    /// "victim"; the others must still open.
+    func tamper(_ cipher: RecordCipher, _ damage: (SQLiteDatabase, Int64) throws -> Void) throws -> (VaultRig, Vault) {
+        let rig = try VaultRig(recordCipher: cipher)
         for account in ["before", "victim", "after"] {
             try rig.vault.add(secret(account), attributes: ItemAttributes(service: "s", account: account, access: .devicePasscode))
         }
@@ -44,23 +49,23 @@ struct VaultTamperTests {
         try db.query("UPDATE \(table) SET \(column) = ? WHERE \(clause)", [.blob(bytes), .integer(id)])
     }
 
-    @Test("a flipped byte of a stored secret: that item is corrupted, the others open")
-    func flippedSecret() throws {
-        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "secret", where: "id = ?", $1) }
+    @Test("a flipped byte of a stored secret: that item is corrupted, the others open", arguments: ciphers)
+    func flippedSecret(_ cipher: RecordCipher) throws {
+        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "secret", where: "id = ?", $1) }
         expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
 
-    @Test("a flipped byte of a wrapped key: that item is corrupted, the others open")
-    func flippedWrap() throws {
-        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "keys", where: "id = ?", $1) }
+    @Test("a flipped byte of a wrapped key: that item is corrupted, the others open", arguments: ciphers)
+    func flippedWrap(_ cipher: RecordCipher) throws {
+        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "keys", where: "id = ?", $1) }
         expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
 
-    @Test("a flipped byte of the wrapped key of an access-none item: corrupted, the others open")
-    func flippedDeviceWrap() throws {
-        let rig = try VaultRig()
+    @Test("a flipped byte of the wrapped key of an access-none item: corrupted, the others open", arguments: ciphers)
+    func flippedDeviceWrap(_ cipher: RecordCipher) throws {
+        let rig = try VaultRig(recordCipher: cipher)
         for account in ["before", "victim", "after"] {
             try rig.vault.add(secret(account), attributes: ItemAttributes(service: "n", account: account, access: .none))
         }
@@ -79,30 +84,47 @@ struct VaultTamperTests {
         }
     }
 
-    @Test("a flipped byte of a lookup hash: that item is corrupted (get and list), the others open")
-    func flippedLookup() throws {
-        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "lookup", where: "id = ?", $1) }
+    @Test("a flipped byte of a lookup hash: that item is corrupted (get and list), the others open", arguments: ciphers)
+    func flippedLookup(_ cipher: RecordCipher) throws {
+        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "lookup", where: "id = ?", $1) }
         expectCorrupted(vault)
         #expect(try vault.list().filter { $0.state == .corrupted }.count == 1)
         try expectOthersOpen(vault, rig)
     }
 
-    @Test("a flipped byte of the attributes: listed as corrupted, the others listed and open")
-    func flippedMetadata() throws {
-        let (rig, vault) = try tamper { try Self.flip($0, table: "items", column: "metadata", where: "id = ?", $1) }
+    @Test("a flipped byte of the attributes: corrupted (get and list), the others listed and open", arguments: ciphers)
+    func flippedMetadata(_ cipher: RecordCipher) throws {
+        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "metadata", where: "id = ?", $1) }
+        expectCorrupted(vault)
         let listed = try vault.list()
         #expect(listed.filter { $0.state == .corrupted }.count == 1)
         #expect(Set(listed.compactMap(\.attributes?.account)) == ["before", "after"])
         try expectOthersOpen(vault, rig)
     }
 
-    @Test("one item's secret replaced by another's: it reports corrupted (the associated data binds each to its item)")
-    func swappedSecrets() throws {
-        let (rig, vault) = try tamper { db, id in
+    @Test("one item's secret replaced by another's: it reports corrupted (the associated data binds each to its item)", arguments: ciphers)
+    func swappedSecrets(_ cipher: RecordCipher) throws {
+        let (rig, vault) = try tamper(cipher) { db, id in
             let before = try db.rows("SELECT secret FROM items WHERE id = ?", [.integer(id - 1)]) { $0.blob(0) }.first!
             try db.query("UPDATE items SET secret = ? WHERE id = ?", [.blob(before), .integer(id)])
         }
         expectCorrupted(vault)
+        try expectOthersOpen(vault, rig)
+    }
+
+    /// Values written over a row's cipher: unknown ones, and each cipher
+    /// over rows of the other where this CPU runs both.
+    static let cipherDamages: [Int64] = [0, 7] + (ciphers.count == 2 ? ciphers.map(\.rawValue) : [])
+
+    @Test("a row's cipher changed to the other one, or to an unknown one: corrupted (get and list), the others open",
+          arguments: cipherDamages)
+    func alteredCipher(_ stored: Int64) throws {
+        let written = RecordCipher(rawValue: stored).map { c in Self.ciphers.first { $0 != c }! } ?? .preferred
+        let (rig, vault) = try tamper(written) { db, id in
+            try db.query("UPDATE items SET cipher = ? WHERE id = ?", [.integer(stored), .integer(id)])
+        }
+        expectCorrupted(vault)
+        #expect(try vault.list().filter { $0.state == .corrupted }.count == 1)
         try expectOthersOpen(vault, rig)
     }
 
@@ -166,7 +188,7 @@ struct VaultTamperTests {
         let (read, attributes) = try mine.load(service: "s", account: "a")
         try other.delete(service: "s", account: "a")
         try other.add(secret("re-added"), attributes: ItemAttributes(service: "s", account: "a", access: .none))
-        let metadata = try mine.sealMetadata(attributes)
+        let metadata = try mine.sealMetadata(attributes, Vault.cipher(of: read))
         #expect(throws: VaultError.itemNotFound) { try mine.rewrite(read, metadata: metadata, secret: read.secret) }
         #expect(string(try mine.secret(service: "s", account: "a", proof: .none)) == "re-added")
         #expect(string(try mine.secret(service: "s", account: "b", proof: .none)) == "bystander")
