@@ -61,13 +61,12 @@ final class PlainSQLiteStore {
 
     /// The metadata and secret columns of the row with `lookup` (nil if
     /// there is none): the two blobs a vault get reads and opens.
+    /// The lookup is bound in place, as the vault binds its lookups.
     func row(lookup: [UInt8]) throws -> (metadata: [UInt8], secret: [UInt8])? {
-        select.reset()
-        try select.bind(1, lookup)
-        guard try select.step() else { return nil }
-        let found = (metadata: select.blob(0), secret: select.blob(1))
-        select.reset()
-        return found
+        try select.withBlob(1, lookup) {
+            guard try select.step() else { return nil }
+            return (metadata: select.blob(0), secret: select.blob(1))
+        }
     }
 
     /// Every row, in insertion order.

@@ -71,6 +71,18 @@ struct PreparedStatement {
         guard rc == SQLITE_OK else { throw connection.failure("bind") }
     }
 
+    /// Runs `body` with `bytes` bound in place (SQLITE_STATIC), then resets
+    /// the statement, dropping the binding before the bytes can go.
+    func withBlob<R>(_ index: Int32, _ bytes: [UInt8], _ body: () throws -> R) throws -> R {
+        try bytes.withUnsafeBytes { raw in
+            defer { reset() }
+            guard sqlite3_bind_blob(statement, index, raw.baseAddress, Int32(raw.count), nil) == SQLITE_OK else {
+                throw connection.failure("bind")
+            }
+            return try body()
+        }
+    }
+
     func bind(_ index: Int32, _ value: Int64) throws {
         guard sqlite3_bind_int64(statement, index, value) == SQLITE_OK else { throw connection.failure("bind") }
     }

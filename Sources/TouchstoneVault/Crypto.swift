@@ -56,31 +56,35 @@ enum Crypto {
     }
 
     /// `keyedHash(key, [Array(first.utf8), Array(second.utf8)])`, the same
-    /// bytes, hashed in place: no copy of either string is made (a lookup
-    /// hash is computed on every read).
+    /// hash, without building arrays (a lookup hash is computed on every
+    /// read).
     static func keyedHash(_ key: SecureBytes, _ first: String, _ second: String) -> [UInt8] {
         ensureSodium()
         var first = first, second = second
-        // The hash state holds what the key made of it: kept in locked
-        // memory and wiped on release like the key.
-        let state = SecureBytes(count: crypto_generichash_statebytes())
-        var out = [UInt8](repeating: 0, count: 32)
-        state.withUnsafeMutableBytes { raw in
-            let s = OpaquePointer(raw.baseAddress!)
-            key.withUnsafeBytes { k in
-                _ = crypto_generichash_init(s, k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count, 32)
-            }
-            func absorb(_ part: UnsafeBufferPointer<UInt8>) {
-                withUnsafeBytes(of: UInt32(part.count).bigEndian) { length in
-                    _ = crypto_generichash_update(s, length.baseAddress!.assumingMemoryBound(to: UInt8.self), 4)
+        return first.withUTF8 { a in
+            second.withUTF8 { b in
+                // The length-prefixed input in a temporary buffer (on the
+                // stack when short), wiped after: it names an item.
+                let count = 8 + a.count + b.count
+                return withUnsafeTemporaryAllocation(byteCount: count, alignment: 4) { input in
+                    defer { sodium_memzero(input.baseAddress, count) }
+                    var offset = 0
+                    func put(_ part: UnsafeBufferPointer<UInt8>) {
+                        input.storeBytes(of: UInt32(part.count).bigEndian, toByteOffset: offset, as: UInt32.self)
+                        if let base = part.baseAddress { (input.baseAddress! + offset + 4).copyMemory(from: base, byteCount: part.count) }
+                        offset += 4 + part.count
+                    }
+                    put(a)
+                    put(b)
+                    var out = [UInt8](repeating: 0, count: 32)
+                    key.withUnsafeBytes { k in
+                        _ = crypto_generichash(&out, 32, input.baseAddress!.assumingMemoryBound(to: UInt8.self), UInt64(count),
+                                               k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                    }
+                    return out
                 }
-                _ = crypto_generichash_update(s, part.baseAddress, UInt64(part.count))
             }
-            first.withUTF8(absorb)
-            second.withUTF8(absorb)
-            _ = crypto_generichash_final(s, &out, 32)
         }
-        return out
     }
 
     /// Whether two strings hold the same UTF-8 bytes (not String's ==,

@@ -99,7 +99,7 @@ struct AEADKey: @unchecked Sendable {
     func seal(_ plaintext: [UInt8], ad: [UInt8]) -> [UInt8] { plaintext.withUnsafeBytes { seal($0, ad: ad) } }
 
     /// The plaintext's size in `box`, nil when the box is too short.
-    private func plaintextCount(_ box: [UInt8]) -> Int? {
+    private func plaintextCount(_ box: UnsafeBufferPointer<UInt8>) -> Int? {
         let count = box.count - cipher.nonceSize - Crypto.tagSize
         return count >= 0 ? count : nil
     }
@@ -124,25 +124,32 @@ struct AEADKey: @unchecked Sendable {
     }
 
     /// The plaintext in locked memory, or nil when the box does not open.
-    func open(_ box: [UInt8], ad: [UInt8]) -> SecureBytes? {
+    func open(_ box: UnsafeBufferPointer<UInt8>, ad: [UInt8]) -> SecureBytes? {
         guard let count = plaintextCount(box) else { return nil }
         let out = SecureBytes(count: count)
-        let opened = box.withUnsafeBufferPointer { b in out.withUnsafeMutableBytes { decrypt(b, ad: ad, into: $0) } }
-        return opened ? out : nil
+        return out.withUnsafeMutableBytes { decrypt(box, ad: ad, into: $0) } ? out : nil
+    }
+
+    func open(_ box: [UInt8], ad: [UInt8]) -> SecureBytes? {
+        box.withUnsafeBufferPointer { open($0, ad: ad) }
     }
 
     /// Opens `box` into a temporary buffer, passes the plaintext to `body`
     /// and wipes the buffer; nil (and `body` not called) when the box does
     /// not open. For plaintext that is not key material and is used only
     /// briefly (an item's attributes on a read): no locked page is taken.
-    func open<R>(_ box: [UInt8], ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+    func open<R>(_ box: UnsafeBufferPointer<UInt8>, ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
         guard let count = plaintextCount(box) else { return nil }
         return try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { out in
             defer { sodium_memzero(out.baseAddress, out.count) }
             let plain = UnsafeMutableRawBufferPointer(rebasing: out[0..<count])
-            guard box.withUnsafeBufferPointer({ decrypt($0, ad: ad, into: plain) }) else { return nil }
+            guard decrypt(box, ad: ad, into: plain) else { return nil }
             return try body(UnsafeRawBufferPointer(plain))
         }
+    }
+
+    func open<R>(_ box: [UInt8], ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+        try box.withUnsafeBufferPointer { try open($0, ad: ad, body) }
     }
 }
 

@@ -19,6 +19,9 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// idle. One in use is marked, so a nested query with the same text
     /// prepares its own (finalized after use).
     private var statements: [String: CachedStatement] = [:]
+    /// The statement used last: a query repeated with the same SQL string
+    /// (a constant, the usual case) finds it without hashing the text.
+    private var lastUsed: (sql: String, statement: CachedStatement)?
     private static let maximumCachedStatements = 64
     let path: String
     /// Opened read-only: the file is on a read-only file system.
@@ -193,6 +196,7 @@ final class SQLiteDatabase: @unchecked Sendable {
             if !checkpoint { ts_sqlite_no_checkpoint_on_close(handle) }
             for statement in statements.values { sqlite3_finalize(statement.handle) }
             statements = [:]
+            lastUsed = nil
             sqlite3_close_v2(handle)
             self.handle = nil
         }
@@ -237,6 +241,20 @@ final class SQLiteDatabase: @unchecked Sendable {
         }
     }
 
+    /// `firstRow` of a query with one parameter, a blob (a lookup by a
+    /// unique key). The blob is bound in place, not copied (SQLITE_STATIC):
+    /// the statement is reset, dropping the binding, before `key`'s
+    /// storage is let go.
+    func firstRow<T>(_ sql: String, blob key: [UInt8], _ transform: (SQLRow) throws -> T) throws -> T? {
+        try key.withUnsafeBytes { raw in
+            try withStatement(sql, []) { statement in
+                let rc = sqlite3_bind_blob(statement, 1, raw.baseAddress, Int32(raw.count), nil)  // nil: SQLITE_STATIC
+                guard rc == SQLITE_OK else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
+                return try step(statement) ? try transform(SQLRow(statement: statement)) : nil
+            }
+        }
+    }
+
     /// One more row of `statement`: true when there is one, false when done.
     private func step(_ statement: OpaquePointer) throws -> Bool {
         let rc = sqlite3_step(statement)
@@ -249,7 +267,13 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// when idle there), `bindings` bound; resets it afterwards.
     private func withStatement<R>(_ sql: String, _ bindings: [SQLValue], _ body: (OpaquePointer) throws -> R) throws -> R {
         try locked {
-            let cached = statements[sql]
+            let cached: CachedStatement?
+            if let lastUsed, lastUsed.sql == sql {
+                cached = lastUsed.statement
+            } else {
+                cached = statements[sql]
+                if let cached { lastUsed = (sql, cached) }
+            }
             let statement: OpaquePointer
             if let cached, !cached.inUse {
                 cached.inUse = true
@@ -377,8 +401,14 @@ struct SQLRow {
         return String(cString: p)
     }
     func blob(_ column: Int32) -> [UInt8] {
+        withBlob(column) { Array($0) }
+    }
+    /// Runs `body` on a blob column's bytes where SQLite holds them (valid
+    /// while the row is current), without copying them.
+    func withBlob<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        let p = sqlite3_column_blob(statement, column)  // before _bytes, as SQLite documents
         let count = Int(sqlite3_column_bytes(statement, column))
-        guard count > 0, let p = sqlite3_column_blob(statement, column) else { return [] }
-        return Array(UnsafeRawBufferPointer(start: p, count: count))
+        guard count > 0, let p else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
+        return try body(UnsafeBufferPointer(start: p.assumingMemoryBound(to: UInt8.self), count: count))
     }
 }

@@ -6,7 +6,7 @@ extension Vault {
     /// Feeds `bytes` to the record decoders: as the attributes' record
     /// (binary, or the first release's JSON; after decryption; and the
     /// binary record's field view), as an item's
-    /// keys record, as a schema 1 wrap's class key id list, as an
+    /// keys record (and its in-place device wrap), as a schema 1 wrap's class key id list, as an
     /// access-control spec. None may trap. Returns nil, or the invariant the input broke.
     static func fuzzRecordCheck(_ bytes: [UInt8]) -> String? {
         if let attributes = try? bytes.withUnsafeBytes({ try decodeAttributes($0) }) {
@@ -33,8 +33,14 @@ extension Vault {
             return nil
         }
         if let disagreement { return disagreement }
-        if let wraps = WrapCodec.decode(bytes), WrapCodec.encode(wraps) != bytes {
+        let wraps = WrapCodec.decode(bytes)
+        if let wraps, WrapCodec.encode(wraps) != bytes {
             return "the keys record does not encode back to itself"
+        }
+        // The in-place read of a device wrap agrees with the decode.
+        let deviceOnly = wraps.flatMap { $0.count == 1 && $0[0].classKeyIDs == [ClassKey.deviceID] ? $0[0].wrapped : nil }
+        if WrapCodec.deviceWrap(in: bytes).map({ Array(bytes[$0]) }) != deviceOnly {
+            return "the device wrap read in place differs from the decoded one"
         }
         let text = String(decoding: bytes, as: UTF8.self)
         if let ids = parseClassKeyIDs(text), ids.isEmpty || !ids.allSatisfy({ $0 >= 0 }) {

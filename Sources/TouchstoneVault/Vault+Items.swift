@@ -208,7 +208,7 @@ extension Vault {
     /// The item stored under `lookup` (one row: its wrapped keys are in it).
     func row(lookup: [UInt8]) throws -> StoredItem? {
         // The row's lookup equals the one it was found by: not read again.
-        try db.firstRow(Self.rowByLookup, [.blob(lookup)]) {
+        try db.firstRow(Self.rowByLookup, blob: lookup) {
             StoredItem(id: $0.integer(0), lookup: lookup, metadata: $0.blob(1), secret: $0.blob(2), keys: $0.blob(3),
                        cipher: $0.integer(4))
         }
@@ -255,34 +255,83 @@ extension Vault {
     }
 
     /// The item's secret, opened with what `proof` shows.
+    ///
+    /// The row is read where SQLite holds it, with the checks of `load`:
+    /// the attributes decrypt, parse to their fields, and name exactly this
+    /// service and account (the other attributes are not turned into
+    /// strings: a read does not return them). An item of access `none` is
+    /// opened there, while the row is current; one that needs a class key is
+    /// copied out first, so no TPM command runs under the database's lock.
+    /// Anything unusual (no row, a record that does not decrypt or parse,
+    /// another item's record, a first-release JSON record, a wrapped key
+    /// that does not open) goes through `load` and `openItemKey`, which say
+    /// what.
     public func secret(service: String, account: String, proof: VaultProof) throws -> SecureBytes {
-        let (item, access) = try loadAccess(service: service, account: account)
-        let itemKey = try openItemKey(item, access: access, name: (service, account), proof: proof)
-        guard let secret = try Self.itemAEAD(itemKey, Self.cipher(of: item))
-            .open(item.secret, ad: Self.secretAD(lookup: item.lookup, access: access)) else {
-            throw VaultError.corrupted("the secret of \(service)/\(account) does not decrypt")
+        let name = (service: service, account: account)
+        let lookup = lookupHash(service: service, account: account)
+        let found = try db.firstRow(Self.rowByLookup, blob: lookup) { try read($0, lookup: lookup, name: name) }
+        let item: StoredItem, access: AccessControl
+        switch found {
+        case .opened(let secret)?:
+            return secret
+        case .needsClassKey(let copied, let itemAccess)?:
+            (item, access) = (copied, itemAccess)
+        case .unusual?, nil:
+            let (loaded, attributes) = try load(service: service, account: account)
+            (item, access) = (loaded, attributes.access)
         }
-        return secret
+        let itemKey = try openItemKey(item, access: access, name: name, proof: proof)
+        return try item.secret.withUnsafeBufferPointer {
+            try openSecret($0, itemKey, Self.cipher(of: item), lookup: item.lookup, access: access, name: name)
+        }
     }
 
-    /// The item for (service, account) and its access control, with the
-    /// checks of `load`: the attributes decrypt, parse, and name exactly
-    /// this service and account. The other attributes are not turned into
-    /// strings (a read does not return them). Anything unusual (no row, a
-    /// record that does not decrypt or parse, another item's record, a
-    /// first-release JSON record) goes through `load`, which says what.
-    func loadAccess(service: String, account: String) throws -> (StoredItem, AccessControl) {
-        if let item = try row(lookup: lookupHash(service: service, account: account)),
-           let cipher = RecordCipher(rawValue: item.cipher), let key = try? metadataKeys.key(cipher),
-           let access = key.open(item.metadata, ad: Self.metadataAD, { raw -> AccessControl? in
-               guard let fields = AttributeCodec.fields(raw),
-                     Crypto.sameBytes(fields.service, service), Crypto.sameBytes(fields.account, account) else { return nil }
-               return fields.access
-           }) ?? nil {
-            return (item, access)
+    /// What a read found in the current row.
+    private enum RowRead {
+        /// Access `none`: the secret, opened.
+        case opened(SecureBytes)
+        /// The row, copied out, and its access control: a class key is needed.
+        case needsClassKey(StoredItem, AccessControl)
+        /// Anything else: `load` says what.
+        case unusual
+    }
+
+    /// A read's work on the current row of `rowByLookup`.
+    private func read(_ row: SQLRow, lookup: [UInt8], name: (service: String, account: String)) throws -> RowRead {
+        guard let cipher = RecordCipher(rawValue: row.integer(4)), let metadataKey = try? metadataKeys.key(cipher) else {
+            return .unusual
         }
-        let (item, attributes) = try load(service: service, account: account)
-        return (item, attributes.access)
+        let access: AccessControl? = row.withBlob(1) { box in
+            metadataKey.open(box, ad: Self.metadataAD) { raw -> AccessControl? in
+                guard let fields = AttributeCodec.fields(raw),
+                      Crypto.sameBytes(fields.service, name.service), Crypto.sameBytes(fields.account, name.account) else { return nil }
+                return fields.access
+            } ?? nil
+        }
+        guard let access else { return .unusual }
+        guard access.flags.isEmpty else {
+            let item = StoredItem(id: row.integer(0), lookup: lookup, metadata: row.blob(1), secret: row.blob(2),
+                                  keys: row.blob(3), cipher: cipher.rawValue)
+            return .needsClassKey(item, access)
+        }
+        // Access `none`: one way in, the item key wrapped to the device key.
+        let deviceKey = try deviceKeys.key(cipher)
+        let itemKey: SecureBytes? = row.withBlob(3) { keys in
+            WrapCodec.deviceWrap(in: keys).flatMap {
+                deviceKey.open(UnsafeBufferPointer(rebasing: keys[$0]), ad: Self.deviceWrapAD(lookup: lookup))
+            }
+        }
+        guard let itemKey, itemKey.count == Crypto.keySize else { return .unusual }
+        return .opened(try row.withBlob(2) { try openSecret($0, itemKey, cipher, lookup: lookup, access: access, name: name) })
+    }
+
+    /// The secret in `box`, under the item key.
+    private func openSecret(_ box: UnsafeBufferPointer<UInt8>, _ itemKey: SecureBytes, _ cipher: RecordCipher,
+                            lookup: [UInt8], access: AccessControl, name: (service: String, account: String)) throws -> SecureBytes {
+        guard let secret = try Self.itemAEAD(itemKey, cipher).open(box, ad: Self.secretAD(lookup: lookup, access: access)) else {
+            throw VaultError.corrupted("the secret of \(name.service)/\(name.account) does not decrypt")
+        }
+        return secret
     }
 
     /// Tries each way into the item that `proof` can satisfy. `name`: the

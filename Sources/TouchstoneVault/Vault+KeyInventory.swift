@@ -24,9 +24,9 @@ extension Vault {
             keys.append(("class key \(key.id) (\(key.kind?.rawValue ?? "?"))", try openClassKey(key, proof: proof)))
         }
         for account in accounts {
-            let (item, access) = try loadAccess(service: service, account: account)
+            let (item, attributes) = try load(service: service, account: account)
             keys.append(("item key of \(account)",
-                         try openItemKey(item, access: access, name: (service, account), proof: proof)))
+                         try openItemKey(item, access: attributes.access, name: (service, account), proof: proof)))
         }
         return keys
     }

@@ -47,4 +47,21 @@ enum WrapCodec {
             return reader.isAtEnd ? wraps : nil
         }
     }
+
+    /// Where the wrapped key lies in `bytes` when the record is exactly one
+    /// way in through the device key (access `none`), as `decode` would read
+    /// it; nil for any other record. Lets a read of such an item open the
+    /// key in place (fuzzed against `decode`: Vault.fuzzRecordCheck).
+    static func deviceWrap(in bytes: UnsafeBufferPointer<UInt8>) -> Range<Int>? {
+        // n = 1, alternative 0, k = 1, id 0 (u64), u16 length, the key.
+        let header = 13
+        guard bytes.count >= header, bytes[0] == 1, bytes[1] == 0, bytes[2] == 1,
+              bytes[3..<11].allSatisfy({ $0 == 0 }),
+              bytes.count == header + (Int(bytes[11]) | Int(bytes[12]) << 8) else { return nil }
+        return header..<bytes.count
+    }
+
+    static func deviceWrap(in bytes: [UInt8]) -> Range<Int>? {
+        bytes.withUnsafeBufferPointer { deviceWrap(in: $0) }
+    }
 }

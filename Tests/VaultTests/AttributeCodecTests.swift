@@ -32,7 +32,7 @@ struct AttributeCodecTests {
             let decoded = try encoded.withUnsafeBytes { try Vault.decodeAttributes($0) }
             #expect(decoded == attributes)
             #expect(decoded.access.description == access.description)
-            // The view a read stops at (Vault.loadAccess) agrees with the full decode.
+            // The view a read stops at (Vault.secret) agrees with the full decode.
             // (The views point into `encoded`: used inside the closure only.)
             let view = encoded.withUnsafeBytes { raw in
                 AttributeCodec.fields(raw).map { f in

@@ -33,6 +33,18 @@ struct SchemaTests {
         #expect(WrapCodec.decode(damaged) == nil)
     }
 
+    @Test("a device-only keys record is read in place exactly where decode reads it; any other record is not")
+    func deviceWrapInPlace() {
+        let wrapped = Array(UInt8(0)..<UInt8(88))
+        let device = WrapCodec.encode([Vault.Wrap(alternative: 0, classKeyIDs: [ClassKey.deviceID], wrapped: wrapped)])
+        let range = WrapCodec.deviceWrap(in: device)
+        #expect(range.map { Array(device[$0]) } == wrapped)
+        #expect(WrapCodec.deviceWrap(in: WrapCodec.encode(Self.sample)) == nil)                 // class keys
+        #expect(WrapCodec.deviceWrap(in: WrapCodec.encode([Vault.Wrap(alternative: 0, classKeyIDs: [3], wrapped: wrapped)])) == nil)
+        #expect(WrapCodec.deviceWrap(in: Array(device.dropLast())) == nil)                    // cut
+        #expect(WrapCodec.deviceWrap(in: device + [0]) == nil)                                // extended
+    }
+
     /// Turns a vault of XChaCha20-Poly1305 rows back into the schema 1
     /// layout: a `wraps` table with one row per way in, no `keys` or
     /// `cipher` column, user_version 1.

@@ -7,16 +7,26 @@ import TouchstoneTPM
 
 @Suite("Tampering, damage and other TPMs")
 struct VaultTamperTests {
-    /// The record ciphers this CPU runs: every tamper case is tried on rows
-    /// of each.
+    /// The record ciphers this CPU runs.
     static let ciphers = RecordCipher.allCases.filter(\.isAvailable)
 
-    /// Three items in rows of `cipher`; `damage` alters the stored rows of
+    /// Rows of one cipher, items of one access control. Access `none` is
+    /// read in place (Vault.secret); the passcode through a class key.
+    struct Layout: Sendable, CustomTestStringConvertible {
+        let cipher: RecordCipher
+        let access: AccessControl
+        var testDescription: String { "\(cipher), access \(access)" }
+    }
+
+    /// Every tamper case is tried on each layout.
+    static let layouts = ciphers.flatMap { cipher in [AccessControl.none, .devicePasscode].map { Layout(cipher: cipher, access: $0) } }
+
+    /// Three items in `layout`; `damage` alters the stored rows of
     /// "victim"; the others must still open.
-    func tamper(_ cipher: RecordCipher, _ damage: (SQLiteDatabase, Int64) throws -> Void) throws -> (VaultRig, Vault) {
-        let rig = try VaultRig(recordCipher: cipher)
+    func tamper(_ layout: Layout, _ damage: (SQLiteDatabase, Int64) throws -> Void) throws -> (VaultRig, Vault) {
+        let rig = try VaultRig(recordCipher: layout.cipher)
         for account in ["before", "victim", "after"] {
-            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "s", account: account, access: .devicePasscode))
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "s", account: account, access: layout.access))
         }
         let db = try rig.database()
         let id = try #require(try db.rows("SELECT id FROM items", []) { $0.integer(0) }.sorted().dropFirst().first)
@@ -49,16 +59,16 @@ struct VaultTamperTests {
         try db.query("UPDATE \(table) SET \(column) = ? WHERE \(clause)", [.blob(bytes), .integer(id)])
     }
 
-    @Test("a flipped byte of a stored secret: that item is corrupted, the others open", arguments: ciphers)
-    func flippedSecret(_ cipher: RecordCipher) throws {
-        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "secret", where: "id = ?", $1) }
+    @Test("a flipped byte of a stored secret: that item is corrupted, the others open", arguments: layouts)
+    func flippedSecret(_ layout: Layout) throws {
+        let (rig, vault) = try tamper(layout) { try Self.flip($0, table: "items", column: "secret", where: "id = ?", $1) }
         expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
 
-    @Test("a flipped byte of a wrapped key: that item is corrupted, the others open", arguments: ciphers)
-    func flippedWrap(_ cipher: RecordCipher) throws {
-        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "keys", where: "id = ?", $1) }
+    @Test("a flipped byte of a wrapped key: that item is corrupted, the others open", arguments: layouts)
+    func flippedWrap(_ layout: Layout) throws {
+        let (rig, vault) = try tamper(layout) { try Self.flip($0, table: "items", column: "keys", where: "id = ?", $1) }
         expectCorrupted(vault)
         try expectOthersOpen(vault, rig)
     }
@@ -84,17 +94,17 @@ struct VaultTamperTests {
         }
     }
 
-    @Test("a flipped byte of a lookup hash: that item is corrupted (get and list), the others open", arguments: ciphers)
-    func flippedLookup(_ cipher: RecordCipher) throws {
-        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "lookup", where: "id = ?", $1) }
+    @Test("a flipped byte of a lookup hash: that item is corrupted (get and list), the others open", arguments: layouts)
+    func flippedLookup(_ layout: Layout) throws {
+        let (rig, vault) = try tamper(layout) { try Self.flip($0, table: "items", column: "lookup", where: "id = ?", $1) }
         expectCorrupted(vault)
         #expect(try vault.list().filter { $0.state == .corrupted }.count == 1)
         try expectOthersOpen(vault, rig)
     }
 
-    @Test("a flipped byte of the attributes: corrupted (get and list), the others listed and open", arguments: ciphers)
-    func flippedMetadata(_ cipher: RecordCipher) throws {
-        let (rig, vault) = try tamper(cipher) { try Self.flip($0, table: "items", column: "metadata", where: "id = ?", $1) }
+    @Test("a flipped byte of the attributes: corrupted (get and list), the others listed and open", arguments: layouts)
+    func flippedMetadata(_ layout: Layout) throws {
+        let (rig, vault) = try tamper(layout) { try Self.flip($0, table: "items", column: "metadata", where: "id = ?", $1) }
         expectCorrupted(vault)
         let listed = try vault.list()
         #expect(listed.filter { $0.state == .corrupted }.count == 1)
@@ -102,9 +112,9 @@ struct VaultTamperTests {
         try expectOthersOpen(vault, rig)
     }
 
-    @Test("one item's secret replaced by another's: it reports corrupted (the associated data binds each to its item)", arguments: ciphers)
-    func swappedSecrets(_ cipher: RecordCipher) throws {
-        let (rig, vault) = try tamper(cipher) { db, id in
+    @Test("one item's secret replaced by another's: it reports corrupted (the associated data binds each to its item)", arguments: layouts)
+    func swappedSecrets(_ layout: Layout) throws {
+        let (rig, vault) = try tamper(layout) { db, id in
             let before = try db.rows("SELECT secret FROM items WHERE id = ?", [.integer(id - 1)]) { $0.blob(0) }.first!
             try db.query("UPDATE items SET secret = ? WHERE id = ?", [.blob(before), .integer(id)])
         }
@@ -120,12 +130,14 @@ struct VaultTamperTests {
           arguments: cipherDamages)
     func alteredCipher(_ stored: Int64) throws {
         let written = RecordCipher(rawValue: stored).map { c in Self.ciphers.first { $0 != c }! } ?? .preferred
-        let (rig, vault) = try tamper(written) { db, id in
-            try db.query("UPDATE items SET cipher = ? WHERE id = ?", [.integer(stored), .integer(id)])
+        for access in [AccessControl.none, .devicePasscode] {
+            let (rig, vault) = try tamper(Layout(cipher: written, access: access)) { db, id in
+                try db.query("UPDATE items SET cipher = ? WHERE id = ?", [.integer(stored), .integer(id)])
+            }
+            expectCorrupted(vault)
+            #expect(try vault.list().filter { $0.state == .corrupted }.count == 1)
+            try expectOthersOpen(vault, rig)
         }
-        expectCorrupted(vault)
-        #expect(try vault.list().filter { $0.state == .corrupted }.count == 1)
-        try expectOthersOpen(vault, rig)
     }
 
     @Test("the database moved to another TPM: a clear error")
