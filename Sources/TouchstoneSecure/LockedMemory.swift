@@ -63,7 +63,7 @@ enum LockedMemory {
             }
             if index == nil {
                 let pages = LockedMemory.allocatePages(pageSize)
-                slabs.append(Slab(page: pages.base, sizeClass: sizeClass, slots: min(64, pageSize / slotSize),
+                slabs.append(Slab(page: pages.base, sizeClass: sizeClass, slots: LockedMemory.slotsPerPage(slotSize, pageSize: pageSize),
                                   isLocked: pages.isLocked))
                 index = slabs.count - 1
                 slabOfPage[UInt(bitPattern: pages.base)] = index
@@ -93,7 +93,7 @@ enum LockedMemory {
     /// address, allocated once for the process: the mutex is what keeps
     /// accesses apart, so Swift's per-access exclusivity bookkeeping for a
     /// class property would only repeat it on every key buffer.
-    private final class SlabTable: @unchecked Sendable {
+    final class SlabPool: @unchecked Sendable {
         private let mutex: UnsafeMutablePointer<pthread_mutex_t> = {
             let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
             pthread_mutex_init(mutex, nil)
@@ -118,9 +118,33 @@ enum LockedMemory {
             defer { pthread_mutex_unlock(mutex) }
             state.pointee.give(address, page: page, sizeClass: sizeClass, slotSize: slotSize)
         }
+
+        /// Slots in a page of `slotSize`-byte slots.
+        func slotsPerPage(_ slotSize: Int) -> Int { LockedMemory.slotsPerPage(slotSize, pageSize: pageSize) }
+
+        /// Pages the pool holds.
+        var pageCount: Int {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return state.pointee.slabs.count
+        }
+
+        /// A pool's pages go with it (the process's pool lives as long as
+        /// the process).
+        deinit {
+            for slab in state.pointee.slabs { LockedMemory.releasePages(slab.page, pageSize) }
+            state.deinitialize(count: 1)
+            state.deallocate()
+            pthread_mutex_destroy(mutex)
+            mutex.deallocate()
+        }
     }
 
-    private static let slabs = SlabTable()
+    /// Slots in a page: at most 64 (one bit each in `Slab.taken`).
+    static func slotsPerPage(_ slotSize: Int, pageSize: Int) -> Int { min(64, pageSize / slotSize) }
+
+    /// The process's pool. (Tests make pools of their own.)
+    private static let slabs = SlabPool()
 
     /// The size class (index into `slotSizes`) for `count` bytes, or nil
     /// when the buffer gets pages of its own.
@@ -156,7 +180,7 @@ enum LockedMemory {
         return Allocation(base: mapped, isLocked: locked)
     }
 
-    private static func releasePages(_ base: UnsafeMutableRawPointer, _ count: Int) {
+    fileprivate static func releasePages(_ base: UnsafeMutableRawPointer, _ count: Int) {
         let length = pageRounded(count)
         sodium_memzero(base, length)
         munlock(base, length)

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import Synchronization
-import TouchstoneSecure
+@testable import TouchstoneSecure
 
 /// SecureBytes' memory: locked, out of core dumps, zeroed on release.
 @Suite("Secure memory")
@@ -70,20 +70,23 @@ struct SecureMemoryTests {
 
     @Test("released slots are taken again before any new page, with thousands of buffers held",
           arguments: [32, 300])
-    func slotsReused(_ count: Int) {
-        let pageMask = ~UInt(sysconf(Int32(_SC_PAGESIZE)) - 1)
-        func page(_ bytes: SecureBytes) -> UInt { bytes.withUnsafeBytes { UInt(bitPattern: $0.baseAddress!) } & pageMask }
-        var held = (0..<10_000).map { _ in SecureBytes(count: count) }
-        let pagesBefore = Set(held.map(page))
-        // Free every other buffer: each page gets free slots back, pages
+    func slotsReused(_ count: Int) throws {
+        // A pool of its own: other tests' buffers come from the process's.
+        let pool = LockedMemory.SlabPool()
+        let sizeClass = try #require(LockedMemory.slotSizes.firstIndex { count <= $0 })
+        let slotSize = LockedMemory.slotSizes[sizeClass]
+        func take() -> UInt { UInt(bitPattern: pool.take(sizeClass: sizeClass, slotSize: slotSize).base) }
+        var held = (0..<10_000).map { _ in take() }
+        let pages = pool.pageCount
+        #expect(pages == (10_000 + pool.slotsPerPage(slotSize) - 1) / pool.slotsPerPage(slotSize))
+        // Free every other slot: each page gets free slots back, pages
         // filled long ago included.
+        for (n, address) in held.enumerated() where n % 2 == 1 { pool.give(address, sizeClass: sizeClass, slotSize: slotSize) }
         held = held.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
-        let refill = (0..<5_000).map { _ in SecureBytes(count: count) }
-        let newPages = Set(refill.map(page)).subtracting(pagesBefore)
-        #expect(newPages.count == 0, "\(newPages.count) new pages while \(5_000) slots were free")
-        // Every buffer still has its own slot.
-        let addresses = Set((held + refill).map { $0.withUnsafeBytes { UInt(bitPattern: $0.baseAddress!) } })
-        #expect(addresses.count == held.count + refill.count)
+        let refill = (0..<5_000).map { _ in take() }
+        #expect(pool.pageCount == pages, "\(pool.pageCount - pages) new pages while 5000 slots were free")
+        // Every buffer has its own slot.
+        #expect(Set(held + refill).count == held.count + refill.count)
     }
 
     @Test("buffers taken and released from many threads at once never overlap and keep their contents")
