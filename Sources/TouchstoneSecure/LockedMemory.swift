@@ -25,6 +25,9 @@ enum LockedMemory {
     struct Allocation: @unchecked Sendable {
         let base: UnsafeMutableRawPointer
         let isLocked: Bool
+        /// The slab it came from (its index in the pool), -1 for pages of
+        /// its own: given back on release, so no lookup is needed.
+        let slab: Int
     }
 
     /// Slot sizes of the slabs; a buffer takes the smallest that fits.
@@ -43,16 +46,15 @@ enum LockedMemory {
         var isFull: Bool { taken.nonzeroBitCount == slots }
     }
 
-    /// The slabs and their indexes. Allocating and releasing take constant
-    /// time however many slabs there are: each size class keeps a list of
-    /// its slabs that have a free slot, and a slab is found from an address
-    /// through a table keyed by its page.
+    /// The slabs and their free lists. Allocating and releasing take
+    /// constant time however many slabs there are: each size class keeps a
+    /// list of its slabs that have a free slot, and an allocation carries
+    /// its slab's index.
     private struct SlabState {
         var slabs: [Slab] = []
         /// Per size class: indices of slabs that may have a free slot (a
         /// slab that filled up is dropped from the list when met).
         var withFreeSlots: [[Int]] = LockedMemory.slotSizes.map { _ in [] }
-        var slabOfPage: [UInt: Int] = [:]
 
         mutating func take(sizeClass: Int, slotSize: Int, pageSize: Int) -> Allocation {
             var index: Int? = nil
@@ -66,17 +68,16 @@ enum LockedMemory {
                 slabs.append(Slab(page: pages.base, sizeClass: sizeClass, slots: LockedMemory.slotsPerPage(slotSize, pageSize: pageSize),
                                   isLocked: pages.isLocked))
                 index = slabs.count - 1
-                slabOfPage[UInt(bitPattern: pages.base)] = index
                 withFreeSlots[sizeClass].append(index!)
             }
             let i = index!
             let slot = (~slabs[i].taken).trailingZeroBitCount
             slabs[i].taken |= 1 << UInt64(slot)
-            return Allocation(base: slabs[i].page + slot * slotSize, isLocked: slabs[i].isLocked)
+            return Allocation(base: slabs[i].page + slot * slotSize, isLocked: slabs[i].isLocked, slab: i)
         }
 
-        mutating func give(_ address: UInt, page: UInt, sizeClass: Int, slotSize: Int) {
-            guard let i = slabOfPage[page], slabs[i].sizeClass == sizeClass else {
+        mutating func give(_ address: UInt, page: UInt, slab i: Int, sizeClass: Int, slotSize: Int) {
+            guard slabs.indices.contains(i), UInt(bitPattern: slabs[i].page) == page, slabs[i].sizeClass == sizeClass else {
                 preconditionFailure("LockedMemory.release of memory it did not allocate")
             }
             let slot = Int(address - page) / slotSize
@@ -112,11 +113,12 @@ enum LockedMemory {
             return state.pointee.take(sizeClass: sizeClass, slotSize: slotSize, pageSize: pageSize)
         }
 
-        func give(_ address: UInt, sizeClass: Int, slotSize: Int) {
+        func give(_ allocation: Allocation, sizeClass: Int, slotSize: Int) {
+            let address = UInt(bitPattern: allocation.base)
             let page = address & ~UInt(pageSize - 1)
             pthread_mutex_lock(mutex)
             defer { pthread_mutex_unlock(mutex) }
-            state.pointee.give(address, page: page, sizeClass: sizeClass, slotSize: slotSize)
+            state.pointee.give(address, page: page, slab: allocation.slab, sizeClass: sizeClass, slotSize: slotSize)
         }
 
         /// Slots in a page of `slotSize`-byte slots.
@@ -157,12 +159,12 @@ enum LockedMemory {
         return slabs.take(sizeClass: sizeClass, slotSize: slotSizes[sizeClass])
     }
 
-    /// Zeroes `count` bytes at `base` and gives the memory back.
-    static func release(_ base: UnsafeMutableRawPointer, count: Int) {
-        guard let sizeClass = sizeClass(count) else { return releasePages(base, count) }
+    /// Zeroes the `count` bytes of `allocation` and gives the memory back.
+    static func release(_ allocation: Allocation, count: Int) {
+        guard let sizeClass = sizeClass(count) else { return releasePages(allocation.base, count) }
         let slotSize = slotSizes[sizeClass]
-        sodium_memzero(base, slotSize)
-        slabs.give(UInt(bitPattern: base), sizeClass: sizeClass, slotSize: slotSize)
+        sodium_memzero(allocation.base, slotSize)
+        slabs.give(allocation, sizeClass: sizeClass, slotSize: slotSize)
     }
 
     private static func pageRounded(_ count: Int) -> Int {
@@ -177,7 +179,7 @@ enum LockedMemory {
         }
         _ = madvise(mapped, length, MADV_DONTDUMP)
         let locked = mlock(mapped, length) == 0
-        return Allocation(base: mapped, isLocked: locked)
+        return Allocation(base: mapped, isLocked: locked, slab: -1)
     }
 
     fileprivate static func releasePages(_ base: UnsafeMutableRawPointer, _ count: Int) {

@@ -24,19 +24,24 @@ public final class SecureBytes: @unchecked Sendable {
     // @unchecked Sendable: the storage is written only during initialisation
     // (or through `withUnsafeMutableBytes` by its single owner before it is
     // shared); every later access is a read.
-    private let base: UnsafeMutableRawPointer
+    // Internal, not private: the accessors below are inlinable (a vault read
+    // calls them a dozen times; across the module boundary each call was
+    // an unspecialised generic call).
+    @usableFromInline let base: UnsafeMutableRawPointer
+    /// Where `base` came from, to give it back.
+    private let allocation: LockedMemory.Allocation
     public let count: Int
     /// Whether mlock succeeded (reported for the memory-hygiene tests).
     public let isLocked: Bool
 
-    private var storage: UnsafeMutableRawBufferPointer { .init(start: base, count: count) }
+    @inlinable var storage: UnsafeMutableRawBufferPointer { .init(start: base, count: count) }
 
     /// A zero-filled buffer of `count` bytes.
     public init(count: Int) {
         ensureSodium()
         precondition(count >= 0)
         self.count = count
-        let allocation = LockedMemory.allocate(count)
+        allocation = LockedMemory.allocate(count)
         base = allocation.base
         isLocked = allocation.isLocked
     }
@@ -70,13 +75,15 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     deinit {
-        LockedMemory.release(base, count: count)  // zeroes, then gives back
+        LockedMemory.release(allocation, count: count)  // zeroes, then gives back
     }
 
+    @inlinable
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try body(UnsafeRawBufferPointer(storage))
     }
 
+    @inlinable
     public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         try body(storage)
     }

@@ -88,14 +88,17 @@ extension Vault {
         if try exists(lookup: lookup) { throw VaultError.duplicateItem }
 
         let cipher = recordCipher
+        // Access `none`: the secret is sealed to the device key itself, which
+        // is in memory whenever the vault is open (an item key wrapped to it
+        // would protect nothing more); its one way in has no wrapped key.
+        if attributes.access.flags.isEmpty {
+            let secretBox = try deviceKeys.key(cipher).seal(secret, ad: Self.secretAD(lookup: lookup, access: attributes.access))
+            let keys = WrapCodec.encode([Wrap(alternative: 0, classKeyIDs: [ClassKey.deviceID], wrapped: [])])
+            return try insert(lookup, try sealMetadata(attributes, cipher), secretBox, keys, cipher)
+        }
         let itemKey = SecureBytes.random(count: Crypto.keySize)
         var wraps: [Wrap] = []
         for (n, alternative) in attributes.access.alternatives.enumerated() {
-            if alternative.isEmpty {
-                wraps.append(Wrap(alternative: n, classKeyIDs: [ClassKey.deviceID],
-                                  wrapped: try deviceKeys.key(cipher).seal(itemKey, ad: Self.deviceWrapAD(lookup: lookup))))
-                continue
-            }
             let keys: [(Int64, [UInt8])] = try alternative.map { let k = try activeClassKey(for: $0); return (k.id, k.publicKey) }
             // The first box is the item key itself: wiped once sealed. The
             // array is the only reference to its storage when it is wiped
@@ -109,12 +112,17 @@ extension Vault {
             wraps.append(Wrap(alternative: n, classKeyIDs: keys.map(\.0), wrapped: box))
         }
         let secretBox = try Self.itemAEAD(itemKey, cipher).seal(secret, ad: Self.secretAD(lookup: lookup, access: attributes.access))
-        let metadataBox = try sealMetadata(attributes, cipher)
-        let keys = WrapCodec.encode(wraps)
+        try insert(lookup, try sealMetadata(attributes, cipher), secretBox, WrapCodec.encode(wraps), cipher)
+    }
+
+    /// Adds a new item's row (duplicateItem if another process just added
+    /// one by the same name).
+    private func insert(_ lookup: [UInt8], _ metadata: [UInt8], _ secret: [UInt8], _ keys: [UInt8],
+                        _ cipher: RecordCipher) throws {
         try db.transaction {
             if try exists(lookup: lookup) { throw VaultError.duplicateItem }
             try db.query("INSERT INTO items(lookup, metadata, secret, keys, cipher) VALUES(?, ?, ?, ?, ?)",
-                         [.blob(lookup), .blob(metadataBox), .blob(secretBox), .blob(keys), .integer(cipher.rawValue)])
+                         [.blob(lookup), .blob(metadata), .blob(secret), .blob(keys), .integer(cipher.rawValue)])
         }
     }
 
@@ -280,10 +288,8 @@ extension Vault {
             let (loaded, attributes) = try load(service: service, account: account)
             (item, access) = (loaded, attributes.access)
         }
-        let itemKey = try openItemKey(item, access: access, name: name, proof: proof)
-        return try item.secret.withUnsafeBufferPointer {
-            try openSecret($0, itemKey, Self.cipher(of: item), lookup: item.lookup, access: access, name: name)
-        }
+        let key = try secretKey(item, access: access, name: name, proof: proof)
+        return try item.secret.withUnsafeBufferPointer { try openSecret($0, key, lookup: item.lookup, access: access, name: name) }
     }
 
     /// What a read found in the current row.
@@ -314,34 +320,62 @@ extension Vault {
                                   keys: row.blob(3), cipher: cipher.rawValue)
             return .needsClassKey(item, access)
         }
-        // Access `none`: one way in, the item key wrapped to the device key.
+        // Access `none`: one way in, through the device key: the secret is
+        // sealed to it (or, in rows before schema 3, to an item key wrapped
+        // to it).
         let deviceKey = try deviceKeys.key(cipher)
-        let itemKey: SecureBytes? = row.withBlob(3) { keys in
-            WrapCodec.deviceWrap(in: keys).flatMap {
-                deviceKey.open(UnsafeBufferPointer(rebasing: keys[$0]), ad: Self.deviceWrapAD(lookup: lookup))
-            }
+        enum DeviceWay { case direct, wrapped(SecureBytes), damaged }
+        let way: DeviceWay = row.withBlob(3) { keys in
+            guard let range = WrapCodec.deviceWrap(in: keys) else { return .damaged }
+            if range.isEmpty { return .direct }
+            guard let itemKey = deviceKey.open(UnsafeBufferPointer(rebasing: keys[range]), ad: Self.deviceWrapAD(lookup: lookup)),
+                  itemKey.count == Crypto.keySize else { return .damaged }
+            return .wrapped(itemKey)
         }
-        guard let itemKey, itemKey.count == Crypto.keySize else { return .unusual }
-        return .opened(try row.withBlob(2) { try openSecret($0, itemKey, cipher, lookup: lookup, access: access, name: name) })
+        let key: AEADKey
+        switch way {
+        case .direct: key = deviceKey
+        case .wrapped(let itemKey): key = try Self.itemAEAD(itemKey, cipher)
+        case .damaged: return .unusual
+        }
+        return .opened(try row.withBlob(2) { try openSecret($0, key, lookup: lookup, access: access, name: name) })
     }
 
-    /// The secret in `box`, under the item key.
-    private func openSecret(_ box: UnsafeBufferPointer<UInt8>, _ itemKey: SecureBytes, _ cipher: RecordCipher,
+    /// The secret in `box`, under `key` (the item's, or the device key).
+    private func openSecret(_ box: UnsafeBufferPointer<UInt8>, _ key: AEADKey,
                             lookup: [UInt8], access: AccessControl, name: (service: String, account: String)) throws -> SecureBytes {
-        guard let secret = try Self.itemAEAD(itemKey, cipher).open(box, ad: Self.secretAD(lookup: lookup, access: access)) else {
+        guard let secret = key.open(box, ad: Self.secretAD(lookup: lookup, access: access)) else {
             throw VaultError.corrupted("the secret of \(name.service)/\(name.account) does not decrypt")
         }
         return secret
     }
 
-    /// Tries each way into the item that `proof` can satisfy. `name`: the
-    /// item's service and account, for messages.
+    /// Whether an item's ways in fit its access control: one per
+    /// alternative, and the device key is the one way into an access-`none`
+    /// item and no way into any other.
+    static func ways(_ wraps: [Wrap], match access: AccessControl) -> Bool {
+        wraps.count == access.alternativeCount
+            && wraps.allSatisfy { ($0.classKeyIDs == [ClassKey.deviceID]) == access.flags.isEmpty }
+    }
+
+    /// The key the item's secret is sealed under: its item key, or for an
+    /// access-`none` item of schema 3 the device key itself.
+    func secretKey(_ item: StoredItem, access: AccessControl, name: (service: String, account: String),
+                   proof: VaultProof) throws -> AEADKey {
+        let cipher = try Self.cipher(of: item)
+        guard let itemKey = try openItemKey(item, access: access, name: name, proof: proof) else { return try deviceKeys.key(cipher) }
+        return try Self.itemAEAD(itemKey, cipher)
+    }
+
+    /// Tries each way into the item that `proof` can satisfy: the item key,
+    /// or nil when the item has none (access `none`, its secret sealed to
+    /// the device key). `name`: the item's service and account, for
+    /// messages.
     func openItemKey(_ item: StoredItem, access: AccessControl, name: (service: String, account: String),
-                     proof: VaultProof) throws -> SecureBytes {
+                     proof: VaultProof) throws -> SecureBytes? {
         let wraps = try wraps(of: item)
-        let ways = access.alternativeCount
-        guard wraps.count == ways else {
-            throw VaultError.corrupted("the item \(name.service)/\(name.account) has \(wraps.count) wrapped keys for \(ways) ways in")
+        guard Self.ways(wraps, match: access) else {
+            throw VaultError.corrupted("the wrapped keys of \(name.service)/\(name.account) do not match its access control (\(wraps.count) for \(access.alternativeCount) ways in)")
         }
         // Items wrapped only to the device key (access none) need no class
         // key record: skip that query for them.
@@ -350,6 +384,7 @@ extension Vault {
         var closed = 0
         for wrap in wraps {
             if wrap.classKeyIDs == [ClassKey.deviceID] {
+                if wrap.wrapped.isEmpty { return nil }
                 guard let itemKey = try deviceKeys.key(Self.cipher(of: item)).open(wrap.wrapped, ad: Self.deviceWrapAD(lookup: item.lookup)),
                       itemKey.count == Crypto.keySize else {
                     throw VaultError.corrupted("a wrapped key of \(name.service)/\(name.account) does not open")
@@ -436,8 +471,7 @@ extension Vault {
             guard (1...Self.maximumSecretSize).contains(newSecret.count) else {
                 throw VaultError.invalidInput("a secret is 1 byte to 1 MiB, not \(newSecret.count) bytes")
             }
-            let itemKey = try openItemKey(item, access: old.access, name: (service, account), proof: proof)
-            secretBox = try Self.itemAEAD(itemKey, Self.cipher(of: item))
+            secretBox = try secretKey(item, access: old.access, name: (service, account), proof: proof)
                 .seal(newSecret, ad: Self.secretAD(lookup: item.lookup, access: old.access))
         }
         // The row keeps its cipher: its other boxes were made with it.
@@ -482,7 +516,7 @@ extension Vault {
                 continue
             }
             if let service, attributes.service != service { continue }
-            guard let wraps = try? self.wraps(of: item), wraps.count == attributes.access.alternatives.count else {
+            guard let wraps = try? self.wraps(of: item), Self.ways(wraps, match: attributes.access) else {
                 out.append(ListedItem(attributes: attributes, state: .corrupted))
                 continue
             }

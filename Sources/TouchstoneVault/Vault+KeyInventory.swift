@@ -5,7 +5,7 @@ extension Vault {
     /// Every key of this vault that `proof` reaches, labelled: the root key
     /// (unsealed once more from `tpm`), its subkeys (three, and two more for
     /// AES-256-GCM rows where the CPU has AES-NI), every class key, and the
-    /// item keys of `accounts` under `service`.
+    /// item keys of `accounts` under `service` (those that have one).
     ///
     /// Internal, for the memory-scan tests (MemoryScanTests in a stopped
     /// `touchstone` process, SecretsInMemoryTests in the test process),
@@ -24,9 +24,11 @@ extension Vault {
             keys.append(("class key \(key.id) (\(key.kind?.rawValue ?? "?"))", try openClassKey(key, proof: proof)))
         }
         for account in accounts {
+            // (An access-none item has none: its secret is sealed to the device key.)
             let (item, attributes) = try load(service: service, account: account)
-            keys.append(("item key of \(account)",
-                         try openItemKey(item, access: attributes.access, name: (service, account), proof: proof)))
+            if let itemKey = try openItemKey(item, access: attributes.access, name: (service, account), proof: proof) {
+                keys.append(("item key of \(account)", itemKey))
+            }
         }
         return keys
     }

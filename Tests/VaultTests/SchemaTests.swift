@@ -144,6 +144,38 @@ struct RecordCipherTests {
         #expect(throws: VaultError.itemNotFound) { try other.secret(service: "\(ciphers[0])", account: "none", proof: .none) }
     }
 
+    @Test("an access-none secret is sealed to the device key itself; one stored the older way (an item key wrapped to the device key) still opens, updates and lists",
+          arguments: RecordCipher.allCases.filter(\.isAvailable))
+    func accessNoneLayouts(_ cipher: RecordCipher) throws {
+        let rig = try VaultRig(recordCipher: cipher)
+        for account in ["direct", "wrapped"] {
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "n", account: account, access: .none))
+        }
+        let db = try rig.database()
+        let device = WrapCodec.encode([Vault.Wrap(alternative: 0, classKeyIDs: [ClassKey.deviceID], wrapped: [])])
+        #expect(try db.rows("SELECT keys FROM items", []) { $0.blob(0) } == [device, device])
+
+        // Rewrite "wrapped" as rows before schema 3 held it: a random item
+        // key wrapped to the device key, the secret sealed under it.
+        let lookup = rig.vault.lookupHash(service: "n", account: "wrapped")
+        let itemKey = SecureBytes.random(count: Crypto.keySize)
+        let wrap = try rig.vault.deviceKeys.key(cipher).seal(itemKey, ad: Vault.deviceWrapAD(lookup: lookup))
+        let box = try #require(AEADKey(itemKey, cipher: cipher)).seal(secret("wrapped"), ad: Vault.secretAD(lookup: lookup, access: .none))
+        try db.query("UPDATE items SET keys = ?, secret = ? WHERE lookup = ?",
+                     [.blob(WrapCodec.encode([Vault.Wrap(alternative: 0, classKeyIDs: [ClassKey.deviceID], wrapped: wrap)])),
+                      .blob(box), .blob(lookup)])
+
+        let vault = try rig.reopen()
+        for account in ["direct", "wrapped"] {
+            #expect(string(try vault.secret(service: "n", account: account, proof: .none)) == account)
+            try vault.update(service: "n", account: account, secret: secret("\(account) 2"))
+            #expect(string(try vault.secret(service: "n", account: account, proof: .none)) == "\(account) 2")
+        }
+        #expect(try vault.list().map(\.state) == [.ok, .ok])
+        // The update kept each row's layout.
+        #expect(try db.rows("SELECT length(keys) FROM items ORDER BY id", []) { $0.integer(0) } == [Int64(device.count), Int64(device.count + wrap.count)])
+    }
+
     @Test("a schema 2 vault is migrated to 3: its rows are named XChaCha20-Poly1305 and open; new rows use this CPU's cipher")
     func migrationFromSchema2() throws {
         let rig = try VaultRig(recordCipher: .xchacha20poly1305)  // as schema 2 wrote

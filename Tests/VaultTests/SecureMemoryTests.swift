@@ -75,18 +75,18 @@ struct SecureMemoryTests {
         let pool = LockedMemory.SlabPool()
         let sizeClass = try #require(LockedMemory.slotSizes.firstIndex { count <= $0 })
         let slotSize = LockedMemory.slotSizes[sizeClass]
-        func take() -> UInt { UInt(bitPattern: pool.take(sizeClass: sizeClass, slotSize: slotSize).base) }
+        func take() -> LockedMemory.Allocation { pool.take(sizeClass: sizeClass, slotSize: slotSize) }
         var held = (0..<10_000).map { _ in take() }
         let pages = pool.pageCount
         #expect(pages == (10_000 + pool.slotsPerPage(slotSize) - 1) / pool.slotsPerPage(slotSize))
         // Free every other slot: each page gets free slots back, pages
         // filled long ago included.
-        for (n, address) in held.enumerated() where n % 2 == 1 { pool.give(address, sizeClass: sizeClass, slotSize: slotSize) }
+        for (n, allocation) in held.enumerated() where n % 2 == 1 { pool.give(allocation, sizeClass: sizeClass, slotSize: slotSize) }
         held = held.enumerated().filter { $0.offset % 2 == 0 }.map(\.element)
         let refill = (0..<5_000).map { _ in take() }
         #expect(pool.pageCount == pages, "\(pool.pageCount - pages) new pages while 5000 slots were free")
         // Every buffer has its own slot.
-        #expect(Set(held + refill).count == held.count + refill.count)
+        #expect(Set((held + refill).map { UInt(bitPattern: $0.base) }).count == held.count + refill.count)
     }
 
     @Test("buffers taken and released from many threads at once never overlap and keep their contents")

@@ -140,6 +140,36 @@ struct VaultTamperTests {
         }
     }
 
+    @Test("keys records swapped between an access-none item and a passcode item: both corrupted (get and list), the others open",
+          arguments: ciphers)
+    func keysOfTheOtherAccess(_ cipher: RecordCipher) throws {
+        let rig = try VaultRig(recordCipher: cipher)
+        let items: [(String, AccessControl)] = [("before", .devicePasscode), ("none", .none), ("protected", .devicePasscode), ("after", .none)]
+        for (account, access) in items {
+            try rig.vault.add(secret(account), attributes: ItemAttributes(service: "s", account: account, access: access))
+        }
+        let db = try rig.database()
+        let keys = { (account: String) in
+            try db.rows("SELECT keys FROM items WHERE lookup = ?", [.blob(rig.vault.lookupHash(service: "s", account: account))]) { $0.blob(0) }[0]
+        }
+        let (noneKeys, protectedKeys) = (try keys("none"), try keys("protected"))
+        for (account, record) in [("none", protectedKeys), ("protected", noneKeys)] {
+            try db.query("UPDATE items SET keys = ? WHERE lookup = ?", [.blob(record), .blob(rig.vault.lookupHash(service: "s", account: account))])
+        }
+        let vault = try rig.reopen()
+        for account in ["none", "protected"] {
+            #expect(throws: VaultError.self) { try vault.secret(service: "s", account: account, proof: passcode) }
+            do { _ = try vault.secret(service: "s", account: account, proof: passcode) } catch let e as VaultError {
+                guard case .corrupted = e else { Issue.record("\(account): expected corrupted, got \(e)"); continue }
+            }
+        }
+        let states = Dictionary(uniqueKeysWithValues: try vault.list().map { ($0.attributes?.account ?? "?", $0.state) })
+        #expect(states == ["before": .ok, "none": .corrupted, "protected": .corrupted, "after": .ok])
+        for account in ["before", "after"] {
+            #expect(string(try vault.secret(service: "s", account: account, proof: passcode)) == account)
+        }
+    }
+
     @Test("the database moved to another TPM: a clear error")
     func otherTPM() throws {
         let rig = try VaultRig()
