@@ -83,7 +83,7 @@ struct VaultBenchReport: Codable {
         lines.append("machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(format(machine.memoryGiB, 1)) GiB, \(machine.operatingSystem), load average \(format(machine.loadAverage))")
         if let c = cases.first {
             lines.append("rows: lookup \(format(c.lookupBytes, 0)) B, metadata \(format(c.metadataBytes, 0)) B, secret \(format(c.secretBytes, 0)) B"
-                         + " (the vault's stored blobs, inserted byte for byte into the plain table); each vault row also holds its wrapped item key (keys column) of \(format(c.wrapBytes, 0)) B")
+                         + " (the vault's stored blobs, inserted byte for byte into the plain table); each vault row also holds its keys record (keys column: the ways in, and wrapped item keys where there are any) of \(format(c.wrapBytes, 0)) B")
             lines.append("plain SQLite: journal_mode=\(c.plainJournalMode), synchronous=\(c.plainSynchronous) (1 = NORMAL), one transaction per insert, statements prepared once")
         }
         lines.append("")
