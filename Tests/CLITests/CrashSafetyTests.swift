@@ -143,7 +143,7 @@ struct CrashSafetyTests {
         let db = try SQLiteDatabase(path: sandbox.home + "/vault.sqlite")
         #expect(try db.rows("PRAGMA integrity_check", []) { $0.text(0) } == ["ok"])
         #expect(try db.rows("PRAGMA foreign_key_check", []) { $0.text(0) }.isEmpty)
-        // Each item's wrapped keys are in its own row (schema 2): none empty.
+        // Each item's keys record (its ways in) is in its own row (schema 2 on): none empty.
         #expect(try db.rows("SELECT count(*) FROM items WHERE length(keys) = 0", []) { $0.integer(0) } == [0])
         print("CrashSafetyTests: \(kills) kills (\(tookEffect) had taken effect), \(finished) commands finished before their kill moment")
     }
