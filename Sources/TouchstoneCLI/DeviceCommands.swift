@@ -20,13 +20,8 @@ extension Session {
         var failure: CLIFailure?
         do {
             let device = try openDevice()
-            report.tpm.tcti = device.configuration.tcti
-            report.tpm.available = true
-            if let state = try? device.tpm.dictionaryAttackState() {
-                report.tpm.lockedOut = state.isLockedOut
-                report.tpm.failedTries = state.failedTries
-                report.tpm.maxTries = state.maxTries
-            }
+            report.vault.available = true
+            Self.describe(into: &report.tpm, device.tpm, tcti: device.configuration.tcti)
             report.passcodeSet = device.isPasscodeSet
             report.fingers = try device.enrolledFingers().map(\.fprintdName)
             let failures = try device.vault.biometricFailures()
@@ -36,11 +31,38 @@ extension Session {
         } catch {
             let translated = translation.failure(for: error)
             if translated.code == .cancelled { throw translated }
-            report.tpm.reason = translated.message
+            report.vault.available = false
+            if translated.code == .tpmFailed || translated.code == .tpmLockout {
+                report.tpm.available = false
+                report.tpm.reason = translated.message
+                report.vault.reason = "it needs the TPM"
+            } else {
+                // The vault (or what comes before it) failed, not
+                // necessarily the TPM: asked on its own if not yet.
+                report.vault.reason = translated.message
+                if !report.tpm.available {
+                    if let tcti = try? configuration().tcti, let tpm = try? TPM(tcti: tcti) {
+                        Self.describe(into: &report.tpm, tpm, tcti: tcti)
+                    } else {
+                        report.tpm.reason = "not reached (\(translated.message))"
+                    }
+                }
+            }
             failure = translated
         }
         if options.json { try Output.json(report) } else { Output.result(report.text) }
         if let failure { throw failure }
+    }
+
+    /// The TPM's part of the report: reachable, and its dictionary-attack state.
+    private static func describe(into state: inout StatusReport.TPMState, _ tpm: TPM, tcti: String) {
+        state.tcti = tcti
+        state.available = true
+        if let lockout = try? tpm.dictionaryAttackState() {
+            state.lockedOut = lockout.isLockedOut
+            state.failedTries = lockout.failedTries
+            state.maxTries = lockout.maxTries
+        }
     }
 
     /// Whether the chosen reader is there and free, found without opening

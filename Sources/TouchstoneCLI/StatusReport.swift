@@ -22,9 +22,17 @@ struct StatusReport: Encodable {
         var reason: String?
     }
 
+    /// Whether the vault opened (its database and the enrolment store);
+    /// `reason` says why not (a damaged database is not a TPM problem).
+    struct VaultState: Encodable {
+        var available: Bool
+        var reason: String?
+    }
+
     var home: String
     var reader: Reader
     var tpm: TPMState
+    var vault = VaultState(available: false)
     var passcodeSet: Bool?
     var fingers: [String]
     var biometryLockout: Bool?
@@ -32,7 +40,7 @@ struct StatusReport: Encodable {
     var items: Int?
 
     enum CodingKeys: String, CodingKey {
-        case home, reader, tpm, passcodeSet, fingers, biometryLockout, failedAttempts, items
+        case home, reader, tpm, vault, passcodeSet, fingers, biometryLockout, failedAttempts, items
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -40,6 +48,7 @@ struct StatusReport: Encodable {
         try container.encode(home, forKey: .home)
         try container.encode(reader, forKey: .reader)
         try container.encode(tpm, forKey: .tpm)
+        try container.encode(vault, forKey: .vault)
         try container.encode(passcodeSet, forKey: .passcodeSet)
         try container.encode(fingers, forKey: .fingers)
         try container.encode(biometryLockout, forKey: .biometryLockout)
@@ -55,10 +64,12 @@ struct StatusReport: Encodable {
             : "not available: \(reader.reason ?? "unknown")"
         var tpmLine = tpm.available ? "available (\(tpm.tcti))" : "not available: \(tpm.reason ?? "unknown")"
         if tpm.lockedOut == true { tpmLine += "; in dictionary-attack lockout" }
+        let vaultLine = vault.available ? "open" : "not open: \(vault.reason ?? "unknown")"
         return """
             state:     \(home)
             reader:    \(readerLine)
             TPM:       \(tpmLine)
+            vault:     \(vaultLine)
             passcode:  \(known(passcodeSet) { $0 ? "set" : "not set" })
             fingers:   \(fingers.isEmpty ? "none enrolled" : fingers.joined(separator: ", "))
             biometry:  \(known(biometryLockout) { $0 ? "locked out (the passcode clears it)" : "not locked out" }), \(known(failedAttempts) { "\($0)" }) failed attempts in a row

@@ -125,6 +125,12 @@ struct BadStateTests {
                     #expect(result.stderr.contains("touchstone: error: stored data corrupted or tampered with: "), "\(label): \(result.stderr)")
                     #expect(result.stderr.contains(path), "\(label): the message names the file: \(result.stderr)")
                     #expect(!result.stderr.contains("Fatal error"), "\(label)")
+                    if arguments.last == "status" {
+                        // The damage is the vault's; the TPM is fine.
+                        #expect(result.stdoutText.contains("TPM:       available ("), "\(label): \(result.stdoutText)")
+                        #expect(result.stdoutText.contains("vault:     not open: stored data corrupted or tampered with: "),
+                                "\(label): \(result.stdoutText)")
+                    }
                 }
                 let add = sandbox.run(["--sim", "add", "s", "new", "--access", "none"], stdin: Array("x".utf8))
                 #expect(add.code == 13, "\(label): add: \(add.code) \(add.stderr)")

@@ -19,6 +19,10 @@ struct FailureCodeTests {
             #expect(result.code == 11, "\(arguments)")
             #expect(result.stderr.contains("touchstone: error: the simulator is not running"))
             #expect(result.stderr.contains("hint: touchstone sim start"))
+            if arguments.last == "status" {
+                #expect(result.stdoutText.contains("TPM:       not available: the simulator is not running"), "\(result.stdoutText)")
+                #expect(result.stdoutText.contains("vault:     not open: it needs the TPM"), "\(result.stdoutText)")
+            }
         }
         let status = sandbox.run(["sim", "status", "--json"])
         #expect(status.code == 0)

@@ -100,6 +100,7 @@ struct JourneyTests {
         let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any])
         #expect((object["reader"] as? [String: Any])?["available"] as? Bool == true)
         #expect((object["tpm"] as? [String: Any])?["available"] as? Bool == true)
+        #expect((object["vault"] as? [String: Any])?["available"] as? Bool == true)
         #expect(object["passcodeSet"] as? Bool == true)
         #expect(object["fingers"] as? [String] == [])
         #expect(object["biometryLockout"] as? Bool == false)
