@@ -48,11 +48,21 @@ public final class AuthenticationContext: @unchecked Sendable {
     }
 
     /// How long a success here is reused without another touch; capped at
-    /// 300 s (touchIDAuthenticationAllowableReuseDuration).
+    /// 300 s (touchIDAuthenticationAllowableReuseDuration). A success is
+    /// kept (its proof holds the opened passcode class key) only while this
+    /// is above 0; setting it to 0 drops one kept before.
     public var allowableReuseDuration: TimeInterval {
         get { lock.withLock { _reuseDuration } }
-        set { lock.withLock { _reuseDuration = min(max(newValue, 0), Self.maximumReuseDuration) } }
+        set {
+            lock.withLock {
+                _reuseDuration = min(max(newValue, 0), Self.maximumReuseDuration)
+                if _reuseDuration == 0 { lastSuccess = nil }
+            }
+        }
     }
+
+    /// Whether a success is kept for reuse (tests).
+    var holdsProof: Bool { lock.withLock { lastSuccess != nil } }
 
     /// How long to wait for a touch.
     public var touchTimeout: Duration {
@@ -125,9 +135,12 @@ public final class AuthenticationContext: @unchecked Sendable {
     func proof(for access: AccessControl, reason: String) async throws -> VaultProof {
         let task: Task<VaultProof, any Error> = try lock.withLock {
             guard !invalidated else { throw AuthenticationError.invalidContext }
-            if let last = lastSuccess, Date().timeIntervalSince(last.date) <= _reuseDuration,
-               Self.satisfies(last.proof, access) {
-                return Task { last.proof }
+            if let last = lastSuccess {
+                if Date().timeIntervalSince(last.date) > _reuseDuration {
+                    lastSuccess = nil  // expired: not kept any longer
+                } else if Self.satisfies(last.proof, access) {
+                    return Task { last.proof }
+                }
             }
             let task = Task { try await self.authenticate(access, reason: reason) }
             inFlight = task
@@ -137,7 +150,9 @@ public final class AuthenticationContext: @unchecked Sendable {
             let proof = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
             lock.withLock {
                 inFlight = nil
-                if !invalidated { lastSuccess = (Date(), proof) }
+                // Kept only for reuse: with no reuse window the proof (and
+                // the class key it holds) goes with the caller's copy.
+                if !invalidated && _reuseDuration > 0 { lastSuccess = (Date(), proof) }
             }
             return proof
         } catch {

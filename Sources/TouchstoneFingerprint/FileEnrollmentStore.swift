@@ -24,7 +24,8 @@ public final class FileEnrollmentStore: EnrollmentStore {
     static let checksumLength = 32
     static let epochLength = 32
 
-    /// A store rooted at `root` (created 0700 if missing).
+    /// A store rooted at `root` (created 0700 if missing; on a read-only
+    /// file system a missing root is an empty store).
     public init(root: URL) throws {
         self.root = root
         try Self.makeDirectory(root.path)
@@ -157,6 +158,9 @@ public final class FileEnrollmentStore: EnrollmentStore {
 
     private static func makeDirectory(_ path: String) throws {
         if mkdir(path, 0o700) != 0 {
+            // On a read-only file system a missing folder holds no print:
+            // the store reads as empty there, and a write fails on its own.
+            if errno == EROFS { return }
             guard errno == EEXIST else {
                 throw FingerprintError.storage(reason: "cannot create \(path): \(String(cString: strerror(errno)))")
             }

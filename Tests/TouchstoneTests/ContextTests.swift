@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 import TestRigs
-import Touchstone
+@testable import Touchstone
 import TouchstoneFingerprint
 import TouchstoneTestSupport
 
@@ -64,6 +64,7 @@ struct ContextTests {
         #expect(text(try await rig.device.keychain.get(service: "s", account: "one", context: context, reason: "r")) == "one")
         #expect(text(try await rig.device.keychain.get(service: "s", account: "two", context: context, reason: "r")) == "two")
         #expect(person.touchPrompts.withLock { $0 } == 1)
+        #expect(context.holdsProof)
 
         let (fresh, freshPerson) = rig.context(touch: "a", passcode: nil)
         #expect(text(try await rig.device.keychain.get(service: "s", account: "one", context: fresh, reason: "r")) == "one")
@@ -74,11 +75,16 @@ struct ContextTests {
         _ = try await rig.device.keychain.get(service: "s", account: "one", context: noReuse, reason: "r")
         _ = try await rig.device.keychain.get(service: "s", account: "two", context: noReuse, reason: "r")
         #expect(noReusePerson.touchPrompts.withLock { $0 } == 2)
+        // With no window nothing is kept: the proof (which holds an opened
+        // class key for passcode items) went with each read.
+        #expect(!noReuse.holdsProof)
 
         context.allowableReuseDuration = 3600
         #expect(context.allowableReuseDuration == 300)
+        #expect(context.holdsProof)
         context.allowableReuseDuration = -5
         #expect(context.allowableReuseDuration == 0)
+        #expect(!context.holdsProof)  // closing the window drops the kept success
     }
 
     @Test("invalidate(): an evaluation in flight fails with appCancel, later calls with invalidContext")
