@@ -8,12 +8,15 @@ import TouchstoneTPM
 /// - `lookup`: keyed BLAKE2b of (service, account) under the lookup key;
 /// - `metadata`: AEAD of the attributes (AttributeCodec) under the metadata
 ///   key; the lookup is recomputed from them and must match;
-/// - `secret`: AEAD of the secret under the item key, with the item's lookup
-///   and access control as associated data;
-/// - `keys`: the item key wrapped once per way in (WrapCodec): sealed boxes
-///   to class keys (nested for "and"), so adding needs no authentication and
-///   opening needs the class key that the TPM releases only under its
-///   policy; or, for access `none`, AEAD under the device key;
+/// - `secret`: AEAD of the secret under the item key (for access `none`,
+///   under the device key), with the item's lookup and access control as
+///   associated data;
+/// - `keys`: the ways in, with the item key wrapped once per way (WrapCodec):
+///   sealed boxes to class keys (nested for "and"), so adding needs no
+///   authentication and opening needs the class key that the TPM releases
+///   only under its policy. Access `none` has one way in, the device key,
+///   with no wrapped key (rows before schema 3: the item key, AEAD under the
+///   device key);
 /// - `cipher`: the AEAD of the three (RecordCipher): AES-256-GCM or
 ///   XChaCha20-Poly1305.
 extension Vault {
@@ -213,7 +216,7 @@ extension Vault {
 
     private static let rowByLookup = "SELECT id, metadata, secret, keys, cipher FROM items WHERE lookup = ?"
 
-    /// The item stored under `lookup` (one row: its wrapped keys are in it).
+    /// The item stored under `lookup` (one row: its keys record is in it).
     func row(lookup: [UInt8]) throws -> StoredItem? {
         // The row's lookup equals the one it was found by: not read again.
         try db.firstRow(Self.rowByLookup, blob: lookup) {

@@ -7,12 +7,13 @@ import TouchstoneTPM
 ///
 /// Key hierarchy:
 /// - root key R: sealed device-bound (this TPM only); gives the metadata
-///   key, the lookup key and the device wrap key (access `none`);
+///   key, the lookup key and the device key (access `none`);
 /// - class keys: one per access class, sealed by the TPM under the policy of
 ///   that class (passcode; biometry-any = enrolment state or passcode;
 ///   biometry-current-set = the enrolment state at seal time, one per state);
-/// - item keys: random per item, wrapped once per way in (AEAD under the
-///   class key, or under a combination of class keys for "and").
+/// - item keys: random per item, wrapped once per way in (sealed boxes to
+///   the class key, nested for "and"); an access-`none` item has none: its
+///   secret is sealed to the device key.
 ///
 /// A row's symmetric boxes use its record cipher (RecordCipher): AES-256-GCM
 /// for new rows where the CPU has AES-NI, else XChaCha20-Poly1305, as every
@@ -27,10 +28,10 @@ public final class Vault: @unchecked Sendable {
     /// and the AES-256-GCM one, ready for use).
     let metadataKey: SecureBytes
     let lookupKey: SecureBytes
-    /// Wraps item keys of access `none`. It is in memory whenever the vault
-    /// is open, so a public-key box would protect nothing more: those items
-    /// are wrapped with the row's AEAD under it. This is the
-    /// XChaCha20-Poly1305 key; `deviceKeys` holds both.
+    /// The device key: seals the secrets of access `none` (rows before
+    /// schema 3: wraps their item keys). It is in memory whenever the vault
+    /// is open, so an item key or a public-key box would protect nothing
+    /// more. This is the XChaCha20-Poly1305 key; `deviceKeys` holds both.
     let deviceKey: SecureBytes
     let metadataKeys: CipherKeys
     let deviceKeys: CipherKeys
