@@ -1,6 +1,7 @@
-/// The `keys` column of an item (schema 2): the item key wrapped once per
-/// way in (docs/vault.md, "Record layout"). Schema 1 kept these as rows of a
-/// `wraps` table; one column makes an add one row and a get one row.
+/// The `keys` column of an item (schema 2 on): its ways in, each with the
+/// item key wrapped for it (docs/vault.md, "Item records"). Schema 1 kept
+/// these as rows of a `wraps` table; one column makes an add one row and a
+/// get one row.
 ///
 ///     u8   n                  ways in, 1 to 3 (one per alternative)
 ///     n x  u8   alternative   0, 1, ... in order
@@ -8,7 +9,9 @@
 ///          k x  u64           class key id, little-endian
 ///          u16  length        of the wrapped key, little-endian
 ///          length bytes       the wrapped item key (nested sealed boxes
-///                             for "and", or the device wrap)
+///                             for "and"); for the device key: empty (the
+///                             secret is sealed to it, schema 3), or the
+///                             item key sealed under it (older rows)
 ///
 /// Decoding is strict; anything else is nil, never a trap (fuzzed:
 /// fuzz/ItemRecord.swift).
