@@ -51,7 +51,7 @@ public struct Swtpm: Sendable {
     /// Whether `pid` runs swtpm on this folder (its command line names the
     /// folder as --tpmstate). When /proc does not tell, it is assumed so.
     func isThisSwtpm(_ pid: Int32) -> Bool {
-        guard let cmdline = Self.readProcFile("/proc/\(pid)/cmdline"), !cmdline.isEmpty else { return true }
+        guard let cmdline = readProcFile("/proc/\(pid)/cmdline"), !cmdline.isEmpty else { return true }
         let arguments = cmdline.split(separator: "\0", omittingEmptySubsequences: false)
         return arguments.contains { $0.hasPrefix("dir=\(directory),") || $0 == "dir=\(directory)" }
     }
@@ -130,23 +130,6 @@ public struct Swtpm: Sendable {
         guard let stat = readProcFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return true }
         let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
         return state != "Z" && state != "X"
-    }
-
-    /// Reads a /proc file (whose size stat reports as 0, so Foundation's
-    /// file readers return nothing).
-    static func readProcFile(_ path: String) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &chunk, chunk.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            result += chunk.prefix(n)
-        }
-        return String(decoding: result, as: UTF8.self)
     }
 
     /// Finds an executable on PATH (and the sbin folders, where Debian puts

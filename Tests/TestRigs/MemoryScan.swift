@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TouchstoneSecure
+import TouchstoneTPM
 
 // Looking for secrets in a process's memory: every readable mapping listed
 // in /proc/PID/maps (heap, thread stacks, anonymous maps, file mappings,
@@ -315,20 +316,3 @@ public func memoryFlags(_ address: UnsafeRawPointer) throws -> [String] {
     throw RigFailure("no mapping holds 0x\(String(target, radix: 16))")
 }
 
-/// The whole of a /proc file. (Foundation's file reading trusts the size
-/// stat reports, 0 for these, and stops after one read: a long
-/// /proc/PID/maps came back cut short.)
-public func readProcFile(_ path: String) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes: [UInt8] = []
-    var chunk = [UInt8](repeating: 0, count: 65536)
-    while true {
-        let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if n < 0 { if errno == EINTR { continue }; return nil }
-        if n == 0 { break }
-        bytes += chunk[..<n]
-    }
-    return String(decoding: bytes, as: UTF8.self)
-}

@@ -14,10 +14,10 @@ struct ItemRecordFuzzReplayTests {
             #expect(Vault.fuzzRecordCheck(input.bytes) == nil, "\(input)")
         }
         // The seeds reach past the first check of each decoder.
-        let seeds = try FuzzInputs.inputs("ItemRecord").filter(\.isSeed).map { String(decoding: $0.bytes, as: UTF8.self) }
+        let raw = inputs.filter(\.isSeed).map(\.bytes)
+        let seeds = raw.map { String(decoding: $0, as: UTF8.self) }
         #expect(seeds.contains { (try? Array($0.utf8).withUnsafeBytes { try Vault.decodeAttributes($0) }) != nil }, "no seed is valid attributes")
         #expect(seeds.contains { Vault.parseClassKeyIDs($0) != nil }, "no seed is a valid id list")
-        let raw = try FuzzInputs.inputs("ItemRecord").filter(\.isSeed).map(\.bytes)
         #expect(raw.contains { $0.first == AttributeCodec.format && $0.withUnsafeBytes { AttributeCodec.decode($0) } != nil },
                 "no seed is a valid binary attributes record")
         #expect(raw.contains { WrapCodec.decode($0) != nil }, "no seed is a valid keys record")

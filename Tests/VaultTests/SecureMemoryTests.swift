@@ -1,45 +1,21 @@
 import Foundation
 import Testing
 import Synchronization
+import TestRigs
 @testable import TouchstoneSecure
 
 /// SecureBytes' memory: locked, out of core dumps, zeroed on release.
 @Suite("Secure memory")
 struct SecureMemoryTests {
-    /// The VmFlags of the mapping holding `address`, from /proc/self/smaps.
-    static func flags(of address: UnsafeRawPointer) throws -> Set<Substring> {
-        // Read to the end: /proc files report size 0, so no length-based read.
-        guard let handle = FileHandle(forReadingAtPath: "/proc/self/smaps") else { throw TestFailure("cannot open smaps") }
-        defer { try? handle.close() }
-        let smaps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
-        let target = UInt(bitPattern: address)
-        var inside = false
-        for line in smaps.split(separator: "\n") {
-            if let dash = line.firstIndex(of: "-"), let space = line.firstIndex(of: " "), dash < space,
-               let start = UInt(line[..<dash], radix: 16),
-               let end = UInt(line[line.index(after: dash)..<space], radix: 16) {
-                inside = start <= target && target < end
-            } else if inside, line.hasPrefix("VmFlags:") {
-                return Set(line.dropFirst("VmFlags:".count).split(separator: " "))
-            }
-        }
-        throw TestFailure("no mapping holds \(address)")
-    }
-
     /// Whether a sanitizer runtime is in the process (RTLD_DEFAULT lookup).
     static let underSanitizer = ["__tsan_init", "__asan_init"].contains { (name: String) in dlsym(nil, name) != nil }
-
-    struct TestFailure: Error, CustomStringConvertible {
-        let description: String
-        init(_ description: String) { self.description = description }
-    }
 
     @Test("keys, short and long secrets are locked in RAM and left out of core dumps",
           arguments: [1, 32, 64, 65, 300, 512, 513, 4096, 100_000, 1 << 20])
     func lockedAndNotDumped(_ count: Int) throws {
         let bytes = SecureBytes.random(count: count)
         #expect(bytes.isLocked)
-        let flags = try bytes.withUnsafeBytes { try Self.flags(of: $0.baseAddress!) }
+        let flags = try bytes.withUnsafeBytes { try memoryFlags($0.baseAddress!) }
         // Under AddressSanitizer or ThreadSanitizer (scripts/sanitize, not CI)
         // mlock is intercepted and does nothing: no VM_LOCKED to see there.
         let mlockWorks = !Self.underSanitizer
@@ -47,7 +23,7 @@ struct SecureMemoryTests {
         #expect(flags.contains("dd"), "VmFlags \(flags): would be dumped")  // VM_DONTDUMP
         // The last byte is in a mapping with the same flags (a long buffer
         // spans several pages).
-        let last = try bytes.withUnsafeBytes { try Self.flags(of: $0.baseAddress! + (count - 1)) }
+        let last = try bytes.withUnsafeBytes { try memoryFlags($0.baseAddress! + (count - 1)) }
         #expect((!mlockWorks || last.contains("lo")) && last.contains("dd"))
     }
 
