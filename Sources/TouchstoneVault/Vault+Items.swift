@@ -1,78 +1,9 @@
 import Foundation
 import TouchstoneSecure
-import TouchstoneTPM
 
 /// Items: add, read, update, delete, list.
-///
-/// Record layout (docs/vault.md), one `items` row per item:
-/// - `lookup`: keyed BLAKE2b of (service, account) under the lookup key;
-/// - `metadata`: AEAD of the attributes (AttributeCodec) under the metadata
-///   key; the lookup is recomputed from them and must match;
-/// - `secret`: AEAD of the secret under the item key (for access `none`,
-///   under the device key), with the item's lookup and access control as
-///   associated data;
-/// - `keys`: the ways in, with the item key wrapped once per way (WrapCodec):
-///   sealed boxes to class keys (nested for "and"), so adding needs no
-///   authentication and opening needs the class key that the TPM releases
-///   only under its policy. Access `none` has one way in, the device key,
-///   with no wrapped key (rows before schema 3: the item key, AEAD under the
-///   device key);
-/// - `cipher`: the AEAD of the three (RecordCipher): AES-256-GCM or
-///   XChaCha20-Poly1305.
 extension Vault {
     static let maximumFieldSize = 4096
-
-    func lookupHash(service: String, account: String) -> [UInt8] {
-        Crypto.keyedHash(lookupKey, service, account)
-    }
-
-    private static let secretADLabel = Array("touchstone/item-secret/v1".utf8)
-    private static let deviceWrapADLabel = Array("touchstone/device-wrap/v1".utf8)
-
-    static func secretAD(lookup: [UInt8], access: AccessControl) -> [UInt8] {
-        var ad = secretADLabel
-        ad.reserveCapacity(ad.count + lookup.count + 64)
-        ad += lookup
-        ad += access.description.utf8
-        return ad
-    }
-
-    static let metadataAD = Array("touchstone/item-metadata/v1".utf8)
-
-    static func deviceWrapAD(lookup: [UInt8]) -> [UInt8] {
-        deviceWrapADLabel + lookup
-    }
-
-    struct Wrap {
-        let alternative: Int
-        let classKeyIDs: [Int64]
-        let wrapped: [UInt8]
-    }
-
-    struct StoredItem {
-        let id: Int64
-        let lookup: [UInt8]
-        let metadata: [UInt8]
-        let secret: [UInt8]
-        /// The wrapped item keys (WrapCodec).
-        let keys: [UInt8]
-        /// RecordCipher's raw value, as stored.
-        let cipher: Int64
-    }
-
-    /// The row's record cipher; an unknown one is damage.
-    static func cipher(of item: StoredItem) throws -> RecordCipher {
-        guard let cipher = RecordCipher(rawValue: item.cipher) else {
-            throw VaultError.corrupted("an item's record names an unknown cipher (\(item.cipher))")
-        }
-        return cipher
-    }
-
-    /// `key` ready for the row cipher `cipher`.
-    static func itemAEAD(_ key: SecureBytes, _ cipher: RecordCipher) throws -> AEADKey {
-        guard let aead = AEADKey(key, cipher: cipher) else { throw cipher.unavailable }
-        return aead
-    }
 
     // MARK: - Add
 
@@ -100,33 +31,9 @@ extension Vault {
             return try insert(lookup, try sealMetadata(attributes, cipher), secretBox, keys, cipher)
         }
         let itemKey = SecureBytes.random(count: Crypto.keySize)
-        var wraps: [Wrap] = []
-        for (n, alternative) in attributes.access.alternatives.enumerated() {
-            let keys: [(Int64, [UInt8])] = try alternative.map { let k = try activeClassKey(for: $0); return (k.id, k.publicKey) }
-            // The first box is the item key itself: wiped once sealed. The
-            // array is the only reference to its storage when it is wiped
-            // (a copy would make the wipe land on a copy).
-            var box = itemKey.withUnsafeBytes { Array($0) }
-            for (_, publicKey) in keys {
-                let sealed = box.withUnsafeBytes { Crypto.sealBox($0, to: publicKey) }
-                secureWipe(&box)
-                box = sealed
-            }
-            wraps.append(Wrap(alternative: n, classKeyIDs: keys.map(\.0), wrapped: box))
-        }
+        let wraps = try wrap(itemKey, for: attributes.access)
         let secretBox = try Self.itemAEAD(itemKey, cipher).seal(secret, ad: Self.secretAD(lookup: lookup, access: attributes.access))
         try insert(lookup, try sealMetadata(attributes, cipher), secretBox, WrapCodec.encode(wraps), cipher)
-    }
-
-    /// Adds a new item's row (duplicateItem if another process just added
-    /// one by the same name).
-    private func insert(_ lookup: [UInt8], _ metadata: [UInt8], _ secret: [UInt8], _ keys: [UInt8],
-                        _ cipher: RecordCipher) throws {
-        try db.transaction {
-            if try exists(lookup: lookup) { throw VaultError.duplicateItem }
-            try db.query("INSERT INTO items(lookup, metadata, secret, keys, cipher) VALUES(?, ?, ?, ?, ?)",
-                         [.blob(lookup), .blob(metadata), .blob(secret), .blob(keys), .integer(cipher.rawValue)])
-        }
     }
 
     func validate(_ a: ItemAttributes) throws {
@@ -141,101 +48,7 @@ extension Vault {
         guard (a.generic?.count ?? 0) <= Self.maximumSecretSize else { throw VaultError.invalidInput("generic data over 1 MiB") }
     }
 
-    func sealMetadata(_ attributes: ItemAttributes, _ cipher: RecordCipher) throws -> [UInt8] {
-        var plain = AttributeCodec.encode(attributes)
-        defer { secureWipe(&plain) }
-        return try metadataKeys.key(cipher).seal(plain, ad: Self.metadataAD)
-    }
-
-    /// The item's attributes, checked against its lookup hash. `expected`:
-    /// the (service, account) whose hash found the row; when the attributes
-    /// name exactly these, the row's lookup is their hash already (it was
-    /// found by it), and the hash is not computed again.
-    func openMetadata(_ item: StoredItem, expected: (service: String, account: String)? = nil) throws -> ItemAttributes {
-        guard let plain = try metadataKeys.key(Self.cipher(of: item)).open(item.metadata, ad: Self.metadataAD) else {
-            throw VaultError.corrupted("an item's attributes do not decrypt")
-        }
-        let attributes = try plain.withUnsafeBytes { try Self.decodeAttributes($0) }
-        // Bytes, not String ==: canonically equivalent strings hash differently.
-        if let expected, Crypto.sameBytes(attributes.service, expected.service),
-           Crypto.sameBytes(attributes.account, expected.account) {
-            return attributes
-        }
-        guard lookupHash(service: attributes.service, account: attributes.account) == item.lookup else {
-            throw VaultError.corrupted("the item \(attributes.service)/\(attributes.account) does not match its lookup hash")
-        }
-        return attributes
-    }
-
-    /// The attributes from their decrypted record: the binary encoding
-    /// (AttributeCodec), or JSON as the first release wrote it. Any
-    /// malformed input is `corrupted`, never a trap (fuzzed:
-    /// fuzz/ItemRecord.swift).
-    static func decodeAttributes(_ plain: UnsafeRawBufferPointer) throws -> ItemAttributes {
-        if plain.first == AttributeCodec.format {
-            guard let attributes = AttributeCodec.decode(plain) else {
-                throw VaultError.corrupted("an item's attributes do not parse")
-            }
-            return attributes
-        }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .secondsSince1970
-        do {
-            return try decoder.decode(ItemAttributes.self, from: Data(plain))
-        } catch {
-            throw VaultError.corrupted("an item's attributes do not parse")
-        }
-    }
-
-    /// The class key ids of a wraps row ("3", "3+5", "0"); nil for anything
-    /// else (fuzzed: fuzz/ItemRecord.swift).
-    static func parseClassKeyIDs(_ text: String) -> [Int64]? {
-        let parts = text.split(separator: "+", omittingEmptySubsequences: false)
-        guard !parts.isEmpty, parts.count <= AccessFlag.allCases.count else { return nil }
-        var ids: [Int64] = []
-        for part in parts {
-            guard !part.isEmpty, part.count <= 19, part.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let id = Int64(part), id >= 0 else { return nil }
-            ids.append(id)
-        }
-        return ids
-    }
-
     // MARK: - Read
-
-    func exists(lookup: [UInt8]) throws -> Bool {
-        try !db.rows("SELECT 1 FROM items WHERE lookup = ?", [.blob(lookup)]) { _ in true }.isEmpty
-    }
-
-    static let itemColumns = "id, lookup, metadata, secret, keys, cipher"
-
-    static func storedItem(_ row: SQLRow) -> StoredItem {
-        StoredItem(id: row.integer(0), lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3), keys: row.blob(4),
-                   cipher: row.integer(5))
-    }
-
-    private static let rowByLookup = "SELECT id, metadata, secret, keys, cipher FROM items WHERE lookup = ?"
-
-    /// The item stored under `lookup` (one row: its keys record is in it).
-    func row(lookup: [UInt8]) throws -> StoredItem? {
-        // The row's lookup equals the one it was found by: not read again.
-        try db.firstRow(Self.rowByLookup, blob: lookup) {
-            StoredItem(id: $0.integer(0), lookup: lookup, metadata: $0.blob(1), secret: $0.blob(2), keys: $0.blob(3),
-                       cipher: $0.integer(4))
-        }
-    }
-
-    func allRows() throws -> [StoredItem] {
-        try db.rows("SELECT \(Self.itemColumns) FROM items ORDER BY id", [], Self.storedItem)
-    }
-
-    static let damagedWrap = VaultError.corrupted("an item's wrapped keys are damaged")
-
-    /// The item's wrapped keys, one per way in.
-    func wraps(of item: StoredItem) throws -> [Wrap] {
-        guard let wraps = WrapCodec.decode(item.keys) else { throw Self.damagedWrap }
-        return wraps
-    }
 
     /// The item for (service, account), its attributes checked. A missing
     /// row whose lookup hash was altered is found by its attributes and
@@ -353,107 +166,6 @@ extension Vault {
         return secret
     }
 
-    /// Whether an item's ways in fit its access control: one per
-    /// alternative, and the device key is the one way into an access-`none`
-    /// item and no way into any other.
-    static func ways(_ wraps: [Wrap], match access: AccessControl) -> Bool {
-        wraps.count == access.alternativeCount
-            && wraps.allSatisfy { ($0.classKeyIDs == [ClassKey.deviceID]) == access.flags.isEmpty }
-    }
-
-    /// The key the item's secret is sealed under: its item key, or for an
-    /// access-`none` item of schema 3 the device key itself.
-    func secretKey(_ item: StoredItem, access: AccessControl, name: (service: String, account: String),
-                   proof: VaultProof) throws -> AEADKey {
-        let cipher = try Self.cipher(of: item)
-        guard let itemKey = try openItemKey(item, access: access, name: name, proof: proof) else { return try deviceKeys.key(cipher) }
-        return try Self.itemAEAD(itemKey, cipher)
-    }
-
-    /// Tries each way into the item that `proof` can satisfy: the item key,
-    /// or nil when the item has none (access `none`, its secret sealed to
-    /// the device key). `name`: the item's service and account, for
-    /// messages.
-    func openItemKey(_ item: StoredItem, access: AccessControl, name: (service: String, account: String),
-                     proof: VaultProof) throws -> SecureBytes? {
-        let wraps = try wraps(of: item)
-        guard Self.ways(wraps, match: access) else {
-            throw VaultError.corrupted("the wrapped keys of \(name.service)/\(name.account) do not match its access control (\(wraps.count) for \(access.alternativeCount) ways in)")
-        }
-        // Items wrapped only to the device key (access none) need no class
-        // key record: skip that query for them.
-        let needsClassKeys = wraps.contains { $0.classKeyIDs.contains { $0 != ClassKey.deviceID } }
-        let classKeys = needsClassKeys ? try classKeys() : [:]
-        var closed = 0
-        for wrap in wraps {
-            if wrap.classKeyIDs == [ClassKey.deviceID] {
-                if wrap.wrapped.isEmpty { return nil }
-                guard let itemKey = try deviceKeys.key(Self.cipher(of: item)).open(wrap.wrapped, ad: Self.deviceWrapAD(lookup: item.lookup)),
-                      itemKey.count == Crypto.keySize else {
-                    throw VaultError.corrupted("a wrapped key of \(name.service)/\(name.account) does not open")
-                }
-                return itemKey
-            }
-            var keys: [ClassKey] = []
-            for id in wrap.classKeyIDs where id != ClassKey.deviceID {
-                if let key = classKeys[id] { keys.append(key) }
-            }
-            guard keys.count == wrap.classKeyIDs.count, !keys.isEmpty else { closed += 1; continue }  // removed with the passcode
-            let needsPasscode = keys.contains { $0.kind == .passcode }
-            let needsMatch = keys.contains { $0.kind == .biometryAny || $0.kind == .biometryCurrentSet }
-            if (needsPasscode && proof.passcode == nil) || (needsMatch && !proof.biometricMatch) {
-                continue
-            }
-            do {
-                var box = wrap.wrapped
-                for key in keys.reversed() {
-                    let secretKey = try openClassKey(key, proof: proof)
-                    guard let opened = Crypto.openBox(box, publicKey: key.publicKey, secretKey: secretKey) else {
-                        throw VaultError.corrupted("a wrapped key of \(name.service)/\(name.account) does not open")
-                    }
-                    box = opened.withUnsafeBytes { Array($0) }
-                }
-                defer { secureWipe(&box) }
-                guard box.count == Crypto.keySize else { throw VaultError.corrupted("a wrapped key has the wrong size") }
-                return SecureBytes(consuming: &box)
-            } catch VaultError.itemInvalidated {
-                closed += 1
-            }
-        }
-        if closed == wraps.count { throw VaultError.itemInvalidated }
-        throw VaultError.authenticationRequired
-    }
-
-    /// The item's ways in that are still open, as an access control: a
-    /// biometry-current-set alternative whose enrolment set is gone, or one
-    /// whose class key went with the passcode, is dropped. Throws
-    /// `itemInvalidated` when none is left.
-    public func openAccess(service: String, account: String) throws -> AccessControl {
-        let (item, attributes) = try load(service: service, account: account)
-        let classKeys = try classKeys()
-        let wraps = try wraps(of: item)
-        // The TPM's state is read only when a biometry-current-set key is involved.
-        let needsState = wraps.contains { $0.classKeyIDs.contains { classKeys[$0]?.kind == .biometryCurrentSet } }
-        let state = needsState ? try currentDomainState() : nil
-        let alternatives = attributes.access.alternatives
-        guard wraps.count == alternatives.count else {
-            throw VaultError.corrupted("the item \(service)/\(account) has \(wraps.count) wrapped keys for \(alternatives.count) ways in")
-        }
-        let open = zip(wraps, alternatives).filter { wrap, _ in Self.isOpen(wrap, classKeys, state) }.map(\.1)
-        guard !open.isEmpty else { throw VaultError.itemInvalidated }
-        if attributes.access.flags.isEmpty { return .none }
-        if attributes.access.combination == .all { return attributes.access }
-        return AccessControl(open.flatMap { $0 }, combination: .any)
-    }
-
-    static func isOpen(_ wrap: Wrap, _ classKeys: [Int64: ClassKey], _ state: [UInt8]?) -> Bool {
-        wrap.classKeyIDs.allSatisfy { id in
-            if id == ClassKey.deviceID { return true }
-            guard let key = classKeys[id] else { return false }
-            return key.kind != .biometryCurrentSet || key.epoch == state
-        }
-    }
-
     // MARK: - Update, delete
 
     /// Replaces the secret (needs the same authentication as reading it)
@@ -479,18 +191,6 @@ extension Vault {
         }
         // The row keeps its cipher: its other boxes were made with it.
         try rewrite(item, metadata: try sealMetadata(attributes, Self.cipher(of: item)), secret: secretBox)
-    }
-
-    /// Writes an item's new records over the row `item` was read from. The
-    /// row may have been deleted since by another process: then nothing is
-    /// written, and the item is reported not found (not a silent success).
-    func rewrite(_ item: StoredItem, metadata: [UInt8], secret: [UInt8]) throws {
-        let updated = try db.transaction {
-            try db.query("UPDATE items SET metadata = ?, secret = ? WHERE id = ? AND lookup = ?",
-                         [.blob(metadata), .blob(secret), .integer(item.id), .blob(item.lookup)])
-            return db.changes
-        }
-        if updated == 0 { throw VaultError.itemNotFound }
     }
 
     /// Deletes the item (no authentication, as SecItemDelete). A corrupted
@@ -527,10 +227,5 @@ extension Vault {
             out.append(ListedItem(attributes: attributes, state: open ? .ok : .invalidated))
         }
         return out
-    }
-
-    /// How many items the vault holds.
-    public func itemCount() throws -> Int {
-        try db.rows("SELECT COUNT(*) FROM items", []) { Int($0.integer(0)) }.first ?? 0
     }
 }

@@ -1,0 +1,50 @@
+/// The `items` table's SQL: finding, reading, adding, rewriting and
+/// counting rows.
+extension Vault {
+    func exists(lookup: [UInt8]) throws -> Bool {
+        try !db.rows("SELECT 1 FROM items WHERE lookup = ?", [.blob(lookup)]) { _ in true }.isEmpty
+    }
+
+    static let rowByLookup = "SELECT id, metadata, secret, keys, cipher FROM items WHERE lookup = ?"
+
+    /// The item stored under `lookup` (one row: its keys record is in it).
+    func row(lookup: [UInt8]) throws -> StoredItem? {
+        // The row's lookup equals the one it was found by: not read again.
+        try db.firstRow(Self.rowByLookup, blob: lookup) {
+            StoredItem(id: $0.integer(0), lookup: lookup, metadata: $0.blob(1), secret: $0.blob(2), keys: $0.blob(3),
+                       cipher: $0.integer(4))
+        }
+    }
+
+    func allRows() throws -> [StoredItem] {
+        try db.rows("SELECT \(Self.itemColumns) FROM items ORDER BY id", [], Self.storedItem)
+    }
+
+    /// Adds a new item's row (duplicateItem if another process just added
+    /// one by the same name).
+    func insert(_ lookup: [UInt8], _ metadata: [UInt8], _ secret: [UInt8], _ keys: [UInt8],
+                _ cipher: RecordCipher) throws {
+        try db.transaction {
+            if try exists(lookup: lookup) { throw VaultError.duplicateItem }
+            try db.query("INSERT INTO items(lookup, metadata, secret, keys, cipher) VALUES(?, ?, ?, ?, ?)",
+                         [.blob(lookup), .blob(metadata), .blob(secret), .blob(keys), .integer(cipher.rawValue)])
+        }
+    }
+
+    /// Writes an item's new records over the row `item` was read from. The
+    /// row may have been deleted since by another process: then nothing is
+    /// written, and the item is reported not found (not a silent success).
+    func rewrite(_ item: StoredItem, metadata: [UInt8], secret: [UInt8]) throws {
+        let updated = try db.transaction {
+            try db.query("UPDATE items SET metadata = ?, secret = ? WHERE id = ? AND lookup = ?",
+                         [.blob(metadata), .blob(secret), .integer(item.id), .blob(item.lookup)])
+            return db.changes
+        }
+        if updated == 0 { throw VaultError.itemNotFound }
+    }
+
+    /// How many items the vault holds.
+    public func itemCount() throws -> Int {
+        try db.rows("SELECT COUNT(*) FROM items", []) { Int($0.integer(0)) }.first ?? 0
+    }
+}
