@@ -13,16 +13,15 @@ import Glibc
 /// file and its write-ahead log stay byte for byte as they were.
 final class SQLiteDatabase: @unchecked Sendable {
     // @unchecked Sendable: `handle` and `statements` are used only under `lock`.
-    private var handle: OpaquePointer?
+    private(set) var handle: OpaquePointer?
     private let lock = NSRecursiveLock()
     /// Prepared statements by SQL text, each reset with no bindings when
     /// idle. One in use is marked, so a nested query with the same text
     /// prepares its own (finalized after use).
-    private var statements: [String: CachedStatement] = [:]
+    var statements: [String: CachedStatement] = [:]
     /// The statement used last: a query repeated with the same SQL string
     /// (a constant, the usual case) finds it without hashing the text.
-    private var lastUsed: (sql: String, statement: CachedStatement)?
-    private static let maximumCachedStatements = 64
+    var lastUsed: (sql: String, statement: CachedStatement)?
     let path: String
     /// Opened read-only: the file is on a read-only file system.
     let isReadOnly: Bool
@@ -82,110 +81,6 @@ final class SQLiteDatabase: @unchecked Sendable {
             close(checkpoint: false)
             throw error
         }
-    }
-
-    /// Checks a file that must already hold a database, before SQLite opens
-    /// it: refuses a missing or empty one, and one shorter than its header
-    /// says unless its write-ahead log holds every missing page (a
-    /// checkpoint cut short leaves that; SQLite reads them from the log).
-    /// SQLite alone would take an empty file for a new database, and would
-    /// read pages missing at the end as zeros where the log holds the
-    /// header, so neither reaches it.
-    private static func checkFile(_ path: String) throws {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw VaultError.storage("cannot open \(path): \(String(cString: strerror(errno)))")
-        }
-        guard info.st_size > 0 else {
-            // A vault is created whole (Vault.createDatabase): an empty one was cut.
-            throw VaultError.corrupted("\(path) is empty (0 bytes): it was truncated, or its creation never finished; it was left as it is")
-        }
-        // The header's page count grows with every checkpoint that grows
-        // the file (page 1 holds it), so a file at least that long is whole;
-        // pages past it that a later commit added are in the log.
-        let size = Int(info.st_size)
-        guard let (pageSize, headerPages) = header(path), size < pageSize * headerPages else { return }
-        let log = committedLog(path + "-wal", pageSize: pageSize)
-        let pages = max(headerPages, log.pages)
-        let missing = (size / pageSize + 1)...pages
-        guard missing.allSatisfy(log.holds.contains) else {
-            throw VaultError.corrupted("\(path) is truncated: \(size) bytes where the database has \(pageSize * pages); it was left as it is")
-        }
-    }
-
-    /// The page size and page count the file's header records (the count
-    /// 0 unless valid: SQLite's own rule, the change counter at offset 24
-    /// equals the version-valid-for number at 92).
-    static func header(_ path: String) -> (pageSize: Int, pages: Int)? {
-        guard let header = read(path, count: 100), header.count == 100,
-              Array(header[0..<16]) == Array("SQLite format 3\0".utf8) else { return nil }
-        let rawPageSize = Int(header[16]) << 8 | Int(header[17])
-        let pageSize = rawPageSize == 1 ? 65536 : rawPageSize
-        guard pageSize >= 512 else { return nil }
-        return (pageSize, u32(header, 24) == u32(header, 92) ? u32(header, 28) : 0)
-    }
-
-    /// The pages that committed frames of the write-ahead log at `path`
-    /// hold, and the database size in pages its last commit records.
-    /// Format (sqlite.org/fileformat2.html, "WAL file format"): a 32-byte
-    /// header (page size at 8, salts at 16), then frames of a 24-byte
-    /// header (page number at 0, the database size at 4 on a commit frame,
-    /// the salts at 8) and a page. Frames whose salts differ are left over
-    /// from before the log restarted; frames after the last commit frame
-    /// are not committed.
-    static func committedLog(_ path: String, pageSize: Int) -> (holds: Set<Int>, pages: Int) {
-        guard let log = read(path, count: nil), log.count >= 32, u32(log, 8) == pageSize else { return ([], 0) }
-        let salts = Array(log[16..<24])
-        var committed = Set<Int>(), pending = Set<Int>(), pages = 0
-        var offset = 32
-        while offset + 24 + pageSize <= log.count, Array(log[offset + 8..<offset + 16]) == salts {
-            pending.insert(u32(log, offset))
-            if u32(log, offset + 4) != 0 {
-                committed.formUnion(pending)
-                pending = []
-                pages = u32(log, offset + 4)
-            }
-            offset += 24 + pageSize
-        }
-        return (committed, pages)
-    }
-
-    private static func u32(_ bytes: [UInt8], _ offset: Int) -> Int {
-        bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
-    }
-
-    /// The first `count` bytes of a file (all when nil), nil if unreadable.
-    private static func read(_ path: String, count: Int?) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 65536)
-        while count.map({ out.count < $0 }) ?? true {
-            let want = min(buffer.count, count.map { $0 - out.count } ?? buffer.count)
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            out.append(contentsOf: buffer[0..<n])
-        }
-        return out
-    }
-
-    static func fileSize(_ path: String) -> Int? {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : nil
-    }
-
-    /// `path` as a `file:` URI (RFC 3986: unreserved characters and `/`
-    /// kept, everything else percent-encoded).
-    static func uri(_ path: String) -> String {
-        let kept = Set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~/".utf8)
-        var out = "file:"
-        for byte in path.utf8 {
-            if kept.contains(byte) { out.append(Character(Unicode.Scalar(byte))) }
-            else { out += "%" + (byte < 16 ? "0" : "") + String(byte, radix: 16, uppercase: true) }
-        }
-        return out
     }
 
     /// Closes the connection (a no-op when closed). With `checkpoint`
@@ -263,62 +158,6 @@ final class SQLiteDatabase: @unchecked Sendable {
         return true
     }
 
-    /// Runs `body` with the prepared statement for `sql` (from the cache
-    /// when idle there), `bindings` bound; resets it afterwards.
-    private func withStatement<R>(_ sql: String, _ bindings: [SQLValue], _ body: (OpaquePointer) throws -> R) throws -> R {
-        try locked {
-            let cached: CachedStatement?
-            if let lastUsed, lastUsed.sql == sql {
-                cached = lastUsed.statement
-            } else {
-                cached = statements[sql]
-                if let cached { lastUsed = (sql, cached) }
-            }
-            let statement: OpaquePointer
-            if let cached, !cached.inUse {
-                cached.inUse = true
-                statement = cached.handle
-            } else {
-                statement = try prepare(sql)
-            }
-            defer {
-                sqlite3_reset(statement)
-                sqlite3_clear_bindings(statement)
-                if let cached, cached.handle == statement {
-                    cached.inUse = false
-                } else if cached == nil, statements.count < Self.maximumCachedStatements {
-                    statements[sql] = CachedStatement(statement)
-                } else {
-                    sqlite3_finalize(statement)
-                }
-            }
-            for (i, value) in bindings.enumerated() {
-                let index = Int32(i + 1)
-                let rc: Int32
-                switch value {
-                case .null: rc = sqlite3_bind_null(statement, index)
-                case .integer(let v): rc = sqlite3_bind_int64(statement, index, v)
-                case .real(let v): rc = sqlite3_bind_double(statement, index, v)
-                case .text(let v): rc = sqlite3_bind_text(statement, index, v, -1, ts_sqlite_transient)
-                case .blob(let v):
-                    rc = v.withUnsafeBytes { sqlite3_bind_blob(statement, index, $0.baseAddress, Int32($0.count), ts_sqlite_transient) }
-                }
-                guard rc == SQLITE_OK else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
-            }
-            return try body(statement)
-        }
-    }
-
-    private func prepare(_ sql: String) throws -> OpaquePointer {
-        var statement: OpaquePointer?
-        let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
-        guard prepared == SQLITE_OK, let statement else {
-            sqlite3_finalize(statement)
-            throw failure(prepared, String(cString: sqlite3_errmsg(handle)))
-        }
-        return statement
-    }
-
     var lastInsertRowID: Int64 { locked { sqlite3_last_insert_rowid(handle) } }
     var changes: Int { locked { Int(sqlite3_changes(handle)) } }
 
@@ -341,74 +180,8 @@ final class SQLiteDatabase: @unchecked Sendable {
         }
     }
 
-    private func locked<R>(_ body: () throws -> R) rethrows -> R {
+    func locked<R>(_ body: () throws -> R) rethrows -> R {
         lock.lock(); defer { lock.unlock() }
         return try body()
-    }
-
-    /// The vault's error for a SQLite result code. Damage also stops this
-    /// connection from checkpointing into the file when it closes.
-    private func failure(_ rc: Int32, _ message: String) -> VaultError {
-        switch rc & 0xff {
-        case SQLITE_CORRUPT, SQLITE_NOTADB:
-            return damaged("the database \(path) is damaged or not a Touchstone vault (\(message))")
-        case SQLITE_READONLY where isReadOnly:
-            return Self.readOnly(path)
-        case SQLITE_CANTOPEN where isReadOnly:
-            return .storage("cannot read \(path) on a read-only file system: its write-ahead log (-wal) holds changes that need the -shm index, which is missing and cannot be made there; mount it read-write once")
-        default: return .storage(message)
-        }
-    }
-
-    /// A damage report; the connection will close without a checkpoint.
-    private func damaged(_ what: String) -> VaultError {
-        if let handle { ts_sqlite_no_checkpoint_on_close(handle) }
-        return .corrupted(what)
-    }
-
-    /// The error for a change refused because the vault's file system is
-    /// read-only.
-    static func readOnly(_ path: String) -> VaultError {
-        let folder = (path as NSString).deletingLastPathComponent
-        return .storage("cannot change the vault: \(folder) is on a read-only file system (reading works)")
-    }
-}
-
-/// A prepared statement kept for reuse, and whether a query is using it.
-private final class CachedStatement {
-    let handle: OpaquePointer
-    var inUse = false
-    init(_ handle: OpaquePointer) { self.handle = handle }
-}
-
-enum SQLValue {
-    case null
-    case integer(Int64)
-    case real(Double)
-    case text(String)
-    case blob([UInt8])
-}
-
-/// One result row, read by column index.
-struct SQLRow {
-    let statement: OpaquePointer
-
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
-    func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
-    func real(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
-    func text(_ column: Int32) -> String {
-        guard let p = sqlite3_column_text(statement, column) else { return "" }
-        return String(cString: p)
-    }
-    func blob(_ column: Int32) -> [UInt8] {
-        withBlob(column) { Array($0) }
-    }
-    /// Runs `body` on a blob column's bytes where SQLite holds them (valid
-    /// while the row is current), without copying them.
-    func withBlob<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
-        let p = sqlite3_column_blob(statement, column)  // before _bytes, as SQLite documents
-        let count = Int(sqlite3_column_bytes(statement, column))
-        guard count > 0, let p else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }
-        return try body(UnsafeBufferPointer(start: p.assumingMemoryBound(to: UInt8.self), count: count))
     }
 }
