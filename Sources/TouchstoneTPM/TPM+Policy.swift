@@ -1,0 +1,42 @@
+import CTSS2
+
+/// The policies of sealed objects: the digest each branch adds up to, and
+/// the PolicyOR that joins them in a session.
+extension TPM {
+    /// The object's authPolicy for `policy`.
+    public static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
+        var branches: [PolicyDigest] = []
+        if let bio = policy.biometric { branches.append(biometricBranch(bio, nvName: nvName, pcr7: pcr7)) }
+        if policy.passcode { branches.append(passcodeBranch()) }
+        switch branches.count {
+        case 0:
+            var d = PolicyDigest()
+            d.policyCommandCode(ts_CC_Unseal)
+            return d
+        case 1: return branches[0]
+        default: return PolicyDigest.or(branches)
+        }
+    }
+
+    static func biometricBranch(_ bio: BiometricCondition, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
+        var d = PolicyDigest()
+        if bio.bindPCR7 { d.policyPCR(pcrs: [7], values: [pcr7]) }
+        d.policyNV(operandB: bio.domainState, nvName: nvName)
+        return d
+    }
+
+    static func passcodeBranch() -> PolicyDigest {
+        var d = PolicyDigest()
+        d.policyAuthValue()
+        return d
+    }
+
+    func policyOR(_ session: ESYS_TR, _ blob: SealedBlob, _ ctx: OpaquePointer) throws {
+        var list = TPML_DIGEST()
+        list.count = 2
+        list.digests.0 = try TPM2B_DIGEST(bytes: Self.biometricBranch(blob.policy.biometric!, nvName: blob.nvName,
+                                                                     pcr7: blob.pcr7Value).bytes)
+        list.digests.1 = try TPM2B_DIGEST(bytes: Self.passcodeBranch().bytes)
+        try check(Esys_PolicyOR(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &list), .policyOR, ctx)
+    }
+}

@@ -1,0 +1,178 @@
+import CSodium
+import CTSS2
+import TouchstoneSecure
+
+extension TPM {
+    /// Opens a sealed key through `branch`.
+    ///
+    /// Commands with the SRK and NV handles already known to this instance:
+    /// biometric 7 (+1 with PCR 7): StartAuthSession x2, [PolicyPCR], PolicyNV,
+    /// [PolicyOR], Load, Unseal, FlushContext; passcode 6: StartAuthSession,
+    /// PolicyAuthValue, [PolicyOR], Load, Unseal, FlushContext.
+    public func unseal(_ blob: SealedBlob, via branch: UnsealBranch) throws -> SecureBytes {
+        try withContext { ctx in
+            let srk = try storageRootKey(ctx)
+            guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
+            switch branch {
+            case .biometric:
+                guard blob.policy.biometric != nil else { throw TPMError.branchNotAvailable("it has no biometric branch") }
+            case .passcode:
+                guard blob.policy.passcode else { throw TPMError.branchNotAvailable("it has no passcode branch") }
+            case .device:
+                guard blob.policy.biometric == nil && !blob.policy.passcode else {
+                    throw TPMError.branchNotAvailable("it is not a device-bound key")
+                }
+            }
+
+            let item = try load(blob, under: srk.handle, ctx)
+            defer { flush(item, ctx) }
+
+            var sessions: [ESYS_TR] = []
+            do {
+                let out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+                switch branch {
+                case .biometric:
+                    out = try unsealBiometric(blob, item: item, sessions: &sessions, ctx)
+                case .passcode(let passcode):
+                    out = try unsealPasscode(blob, item: item, passcode: passcode, sessions: &sessions, ctx)
+                case .device:
+                    let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+                    sessions.append(session)
+                    try check(Esys_PolicyCommandCode(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CC_Unseal),
+                              .generic, ctx)
+                    out = try runUnseal(item, session, ESYS_TR_NONE, .unsealDevice, ctx)
+                }
+                sessions = []  // closed by the TPM with the successful Unseal
+                return try takeKey(out, blob)
+            } catch {
+                for s in sessions { flush(s, ctx) }
+                throw error
+            }
+        }
+    }
+
+    private func unsealBiometric(_ blob: SealedBlob, item: ESYS_TR, sessions: inout [ESYS_TR],
+                                 _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+        let bio = blob.policy.biometric!
+        let nv: ESYS_TR
+        do { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrolmentIndexMissing { throw TPMError.enrolmentChanged }
+        // The policy session proves the NV condition but does not encrypt:
+        // with a non-empty authValue that is not in this branch's policy,
+        // ESYS and the TPM would disagree on the encryption key and Unseal
+        // would return wrong bytes. A separate salted HMAC session encrypts.
+        let policy = try startSession(ts_SE_POLICY, salted: false, attributes: 0, ctx)
+        sessions.append(policy)
+        if bio.bindPCR7 {
+            var empty = TPM2B_DIGEST()
+            var selection = Self.pcr7Selection()
+            try check(Esys_PolicyPCR(ctx, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &selection), .policyPCR, ctx)
+        }
+        var operand = try TPM2B_DIGEST(bytes: bio.domainState)
+        try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, policy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                &operand, 0, ts_EO_EQ), .policyNV, ctx)
+        do {
+            if blob.policy.passcode {
+                try policyOR(policy, blob, ctx)
+            }
+            let encrypt = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+            sessions.append(encrypt)
+            return try runUnseal(item, policy, encrypt, .unsealBiometric, ctx)
+        } catch let error as TPMError {
+            // PolicyNV held, so the state matches: a mismatch now is the boot
+            // state (PCR 7) or an index replaced since sealing.
+            if case .other = error { throw error }
+            if case .enrolmentChanged = error, bio.bindPCR7, (try? readPCR7(ctx)) != blob.pcr7Value {
+                throw TPMError.bootStateChanged
+            }
+            if case .corruptedBlob = error, bio.bindPCR7, (try? readPCR7(ctx)) != blob.pcr7Value {
+                throw TPMError.bootStateChanged
+            }
+            if case .corruptedBlob = error, (try? name(of: nv, ctx)) != blob.nvName {
+                throw TPMError.enrolmentChanged
+            }
+            throw error
+        }
+    }
+
+    private func unsealPasscode(_ blob: SealedBlob, item: ESYS_TR, passcode: PasscodeAuth, sessions: inout [ESYS_TR],
+                                _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+        // PolicyAuthValue: the TPM checks an HMAC keyed with the authValue;
+        // the passcode itself never crosses the bus. The session is salted,
+        // so the HMAC and the encrypted response reveal nothing to a sniffer.
+        let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+        sessions.append(session)
+        try check(Esys_PolicyAuthValue(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE), .generic, ctx)
+        if blob.policy.biometric != nil {
+            try policyOR(session, blob, ctx)
+        }
+        try setAuth(item, passcode, ctx)
+        defer { clearAuth(item, ctx) }
+        return try runUnseal(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
+    }
+
+    private func runUnseal(_ item: ESYS_TR, _ auth: ESYS_TR, _ encrypt: ESYS_TR, _ op: TPMOperation,
+                           _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+        var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+        let rc = ResponseCode(Esys_Unseal(ctx, item, auth, encrypt, ESYS_TR_NONE, &out))
+        wipeResponseParameters(ctx)
+        if !rc.isSuccess {
+            // A policy that no longer holds fails here for single-branch keys.
+            if op == .unsealBiometric, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
+                throw TPMError.corruptedBlob(detail: "policy check failed")
+            }
+            try check(rc.raw, op, ctx)
+        }
+        return out
+    }
+
+    /// Zeroes the response parameters of the last command where ESYS keeps
+    /// them: in its SYS context's command buffer. ESYS decrypts an encrypted
+    /// response parameter (the unsealed key) and writes the plaintext back
+    /// there, and the buffer is reused by the next command (whose shorter
+    /// response leaves the key's bytes behind) and freed by Esys_Finalize
+    /// without being wiped;
+    /// the memory scan found the root and class keys there
+    /// (docs/reliability.md, "Secrets in memory").
+    private func wipeResponseParameters(_ ctx: OpaquePointer) {
+        var sys: OpaquePointer?
+        guard Esys_GetSysContext(ctx, &sys) == ts_RC_SUCCESS, let sys else { return }
+        var size = 0
+        var parameters: UnsafePointer<UInt8>?
+        guard Tss2_Sys_GetRpBuffer(sys, &size, &parameters) == ts_RC_SUCCESS, let parameters, size > 0 else { return }
+        sodium_memzero(UnsafeMutablePointer(mutating: parameters), size)
+    }
+
+    /// Copies the unsealed bytes into a SecureBytes, wipes ESYS's buffer,
+    /// frees it, and checks the bytes against the blob's check value.
+    private func takeKey(_ out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?, _ blob: SealedBlob) throws -> SecureBytes {
+        guard let out else { throw TPMError.other(code: 0, text: "TPM2_Unseal returned nothing") }
+        defer { wipe(&out.pointee); Esys_Free(out) }
+        let size = min(Int(out.pointee.size), MemoryLayout.size(ofValue: out.pointee.buffer))
+        let key = withUnsafeBytes(of: &out.pointee.buffer) { SecureBytes(copying: UnsafeRawBufferPointer(rebasing: $0.prefix(size))) }
+        guard SealedBlob.checkValue(of: key) == blob.check else {
+            throw TPMError.corruptedBlob(detail: "the TPM returned bytes that do not match the sealed key")
+        }
+        return key
+    }
+
+    /// Loads the blob's object under the SRK (the caller flushes it). A
+    /// public area whose policy is not the one recorded is refused first:
+    /// the key could not be opened, and the error would be less clear later.
+    func load(_ blob: SealedBlob, under srk: ESYS_TR, _ ctx: OpaquePointer) throws -> ESYS_TR {
+        var inPublic = TPM2B_PUBLIC()
+        var inPrivate = TPM2B_PRIVATE()
+        do {
+            try unmarshal(blob.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
+            try unmarshal(blob.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
+        } catch {
+            throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
+        }
+        let expected = Self.authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value)
+        guard tupleBytes(inPublic.publicArea.authPolicy.buffer, size: inPublic.publicArea.authPolicy.size) == expected.bytes else {
+            throw TPMError.corruptedBlob(detail: "its policy is not the one recorded")
+        }
+        var item: ESYS_TR = ESYS_TR_NONE
+        try check(Esys_Load(ctx, srk, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &item), .load, ctx)
+        return item
+    }
+}
