@@ -130,8 +130,7 @@ extension TPM {
     /// response parameter (the unsealed key) and writes the plaintext back
     /// there, and the buffer is reused by the next command (whose shorter
     /// response leaves the key's bytes behind) and freed by Esys_Finalize
-    /// without being wiped;
-    /// the memory scan found the root and class keys there
+    /// without being wiped: the root and class keys would stay in memory
     /// (docs/reliability.md, "Secrets in memory").
     private func wipeResponseParameters(_ ctx: OpaquePointer) {
         var sys: OpaquePointer?
