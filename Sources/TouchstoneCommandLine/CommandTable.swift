@@ -46,9 +46,9 @@ enum CommandTable {
                     Needs the passcode. Every finger is unenrolled and every item that needs \
                     the passcode or biometry becomes unusable, hence --yes.
                     """,
-                options: [OptionDescription(names: ["--yes"], help: "Confirm: unenrol every finger and lose every item that needs the passcode or biometry.", isRequired: true)],
+                options: [Option.yes],
                 make: { invocation throws(UsageError) in
-                    guard invocation.flag("--yes") else {
+                    guard invocation.flag(Option.yes) else {
                         throw UsageError("'passcode remove' unenrols every finger and makes every item that needs the passcode or biometry unusable; add --yes to confirm")
                     }
                     return .passcode(.remove)
@@ -62,20 +62,20 @@ enum CommandTable {
             Needs the passcode (exit 7 if none is set). Stage progress and the \
             reader's retry hints go to stderr.
             """,
-        arguments: [ArgumentDescription(name: "finger", help: "The finger, by fprintd's name: \(FingerName.allNames).", isOptional: true)],
+        arguments: [Argument.finger],
         make: { invocation throws(UsageError) in
-            .enroll(try finger(invocation.arguments["finger"]) ?? .default)
+            .enroll(try finger(invocation.value(Argument.finger)) ?? .default)
         })
 
     static let unenroll = CommandDescription(
         name: "unenroll",
         abstract: "Remove one enrolled finger, or all of them.",
         discussion: "Needs the passcode.",
-        arguments: [ArgumentDescription(name: "finger", help: "The finger, by fprintd's name: \(FingerName.allNames).", isOptional: true)],
-        options: [OptionDescription(names: ["--all"], help: "Remove every enrolled finger.")],
+        arguments: [Argument.finger],
+        options: [Option.all],
         synopsis: "<finger> | --all",
         make: { invocation throws(UsageError) in
-            switch (try finger(invocation.arguments["finger"]), invocation.flag("--all")) {
+            switch (try finger(invocation.value(Argument.finger)), invocation.flag(Option.all)) {
             case (let named?, false): return .unenroll(.finger(named))
             case (nil, true): return .unenroll(.all)
             case (_?, true): throw UsageError("give a finger or --all, not both")
@@ -92,16 +92,13 @@ enum CommandTable {
     static let verify = CommandDescription(
         name: "verify",
         abstract: "Authenticate once: a finger, or a finger then the passcode.",
-        options: [OptionDescription(names: ["--allow-passcode"], help: "Accept the passcode instead of a touch.")],
-        make: { invocation in .verify(allowPasscode: invocation.flag("--allow-passcode")) })
+        options: [Option.allowPasscode],
+        make: { invocation in .verify(allowPasscode: invocation.flag(Option.allowPasscode)) })
 
     // MARK: Items
 
     /// The two arguments that name an item.
-    private static let itemArguments = [
-        ArgumentDescription(name: "service", help: "The service the item belongs to (at most 1024 bytes, no control characters)."),
-        ArgumentDescription(name: "account", help: "The account within the service (at most 1024 bytes, no control characters)."),
-    ]
+    private static let itemArguments = [Argument.service, Argument.account]
 
     static let add = CommandDescription(
         name: "add",
@@ -116,25 +113,21 @@ enum CommandTable {
             seals to this machine's TPM.
             """,
         arguments: itemArguments,
-        options: [
-            OptionDescription(names: ["--access"], valueName: "spec", help: "What it takes to read the item back.", defaultValue: "user-presence"),
-            OptionDescription(names: ["--label"], valueName: "text", help: "A label shown by 'list'."),
-            OptionDescription(names: ["--comment"], valueName: "text", help: "A comment shown by 'list'."),
-        ],
+        options: [Option.access, Option.label, Option.comment],
         make: { invocation throws(UsageError) in
             var access = AccessSpec.default
-            if let spec = invocation.options["--access"] {
+            if let spec = invocation.value(Option.access) {
                 do throws(AccessSpecError) {
                     access = try AccessSpec(parsing: spec)
                 } catch {
-                    throw UsageError("invalid --access \(Quote.value(spec)): \(error.description)")
+                    throw UsageError("invalid \(Option.access.name) \(Quote.value(spec)): \(error.description)")
                 }
             }
-            return .add(service: try invocation.requiredText("service"),
-                        account: try invocation.requiredText("account"),
+            return .add(service: try invocation.requiredText(Argument.service),
+                        account: try invocation.requiredText(Argument.account),
                         access: access,
-                        label: try invocation.optionText("--label", allowEmpty: true),
-                        comment: try invocation.optionText("--comment", allowEmpty: true))
+                        label: try invocation.optionText(Option.label, allowEmpty: true),
+                        comment: try invocation.optionText(Option.comment, allowEmpty: true))
         })
 
     static let get = CommandDescription(
@@ -142,11 +135,11 @@ enum CommandTable {
         abstract: "Write a secret's bytes to stdout, exactly.",
         discussion: "Needs whatever the item's access asks for.",
         arguments: itemArguments,
-        options: [OptionDescription(names: ["--reason"], valueName: "text", help: "Why the secret is wanted, shown while waiting for a touch.")],
+        options: [Option.reason],
         make: { invocation throws(UsageError) in
-            .get(service: try invocation.requiredText("service"),
-                 account: try invocation.requiredText("account"),
-                 reason: try invocation.optionText("--reason"))
+            .get(service: try invocation.requiredText(Argument.service),
+                 account: try invocation.requiredText(Argument.account),
+                 reason: try invocation.optionText(Option.reason))
         })
 
     static let update = CommandDescription(
@@ -155,7 +148,7 @@ enum CommandTable {
         discussion: "Needs whatever the item's access asks for. Stdin carries the secret, so --passcode-fd cannot be 0.",
         arguments: itemArguments,
         make: { invocation throws(UsageError) in
-            .update(service: try invocation.requiredText("service"), account: try invocation.requiredText("account"))
+            .update(service: try invocation.requiredText(Argument.service), account: try invocation.requiredText(Argument.account))
         })
 
     static let delete = CommandDescription(
@@ -164,7 +157,7 @@ enum CommandTable {
         discussion: "Needs no authentication (as SecItemDelete).",
         arguments: itemArguments,
         make: { invocation throws(UsageError) in
-            .delete(service: try invocation.requiredText("service"), account: try invocation.requiredText("account"))
+            .delete(service: try invocation.requiredText(Argument.service), account: try invocation.requiredText(Argument.account))
         })
 
     static let list = CommandDescription(
@@ -174,8 +167,8 @@ enum CommandTable {
             Shows service, account, label, comment, access, created, modified and \
             state (ok or invalidated). Needs no authentication.
             """,
-        options: [OptionDescription(names: ["--service"], valueName: "service", help: "Only the items of this service.")],
-        make: { invocation throws(UsageError) in .list(service: try invocation.optionText("--service")) })
+        options: [Option.service],
+        make: { invocation throws(UsageError) in .list(service: try invocation.optionText(Option.service)) })
 
     // MARK: Simulator
 
@@ -199,26 +192,23 @@ enum CommandTable {
                     id string: enrolling needs as many touches of one id as the reader has \
                     stages; a touch of another id does not match.
                     """,
-                arguments: [ArgumentDescription(name: "id", help: "The simulated finger (at most 1024 bytes, no control characters).")],
-                options: [
-                    OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1"),
-                    OptionDescription(names: ["--wait"], valueName: "seconds", help: "How long to wait for a process to open the reader, at most 3600.", defaultValue: "the --timeout value"),
-                ],
+                arguments: [Argument.id],
+                options: [Option.count, Option.wait],
                 make: { invocation throws(UsageError) in
-                    let count = try invocation.options["--count"].map { value throws(UsageError) in
-                        try NumberRules.whole(value, "--count", in: 1...1000)
+                    let count = try invocation.value(Option.count).map { value throws(UsageError) in
+                        try NumberRules.whole(value, Option.count.name, in: 1...1000)
                     } ?? 1
-                    let wait = try invocation.options["--wait"].map { value throws(UsageError) in
-                        try NumberRules.seconds(value, "--wait")
+                    let wait = try invocation.value(Option.wait).map { value throws(UsageError) in
+                        try NumberRules.seconds(value, Option.wait.name)
                     } ?? invocation.globals.timeout
-                    return .sim(.touch(id: try invocation.requiredText("id"), count: count, wait: wait))
+                    return .sim(.touch(id: try invocation.requiredText(Argument.id), count: count, wait: wait))
                 }),
             CommandDescription(
                 name: "retry",
                 abstract: "Make the simulated reader ask for another touch.",
-                arguments: [ArgumentDescription(name: "kind", help: "Why: \(SimulatedRetry.allCases.map(\.rawValue).joined(separator: ", ")).")],
+                arguments: [Argument.kind],
                 make: { invocation throws(UsageError) in
-                    let kind = invocation.arguments["kind"] ?? ""
+                    let kind = invocation.value(Argument.kind) ?? ""
                     guard let retry = SimulatedRetry(rawValue: kind) else {
                         throw UsageError("unknown retry \(Quote.value(kind)); use one of: \(SimulatedRetry.allCases.map(\.rawValue).joined(separator: ", "))")
                     }
@@ -227,9 +217,9 @@ enum CommandTable {
             CommandDescription(
                 name: "error",
                 abstract: "Make the simulated reader fail with a device error.",
-                arguments: [ArgumentDescription(name: "code", help: "The error, by name or libfprint number: \(SimulatedReaderError.allCases.map(\.rawValue).joined(separator: ", ")).")],
+                arguments: [Argument.code],
                 make: { invocation throws(UsageError) in
-                    let code = invocation.arguments["code"] ?? ""
+                    let code = invocation.value(Argument.code) ?? ""
                     guard let error = SimulatedReaderError(code: code) else {
                         throw UsageError("unknown reader error \(Quote.value(code)); use one of: \(SimulatedReaderError.allCases.map(\.rawValue).joined(separator: ", ")), or its libfprint number")
                     }
@@ -250,7 +240,35 @@ enum CommandTable {
         name: "help",
         abstract: "Show help for a command.",
         discussion: "'touchstone help <command>' prints the same text as 'touchstone <command> --help'.",
-        arguments: [ArgumentDescription(name: "subcommand", help: "The command, and its subcommand if it has some (for example: sim touch).", isOptional: true, isRepeating: true)])
+        arguments: [Argument.subcommand])
+
+    // MARK: Options and arguments
+
+    /// The commands' own options, each declared once: the table lists them
+    /// and the commands read their values by them.
+    private enum Option {
+        static let yes = OptionDescription(names: ["--yes"], help: "Confirm: unenrol every finger and lose every item that needs the passcode or biometry.", isRequired: true)
+        static let all = OptionDescription(names: ["--all"], help: "Remove every enrolled finger.")
+        static let allowPasscode = OptionDescription(names: ["--allow-passcode"], help: "Accept the passcode instead of a touch.")
+        static let access = OptionDescription(names: ["--access"], valueName: "spec", help: "What it takes to read the item back.", defaultValue: "user-presence")
+        static let label = OptionDescription(names: ["--label"], valueName: "text", help: "A label shown by 'list'.")
+        static let comment = OptionDescription(names: ["--comment"], valueName: "text", help: "A comment shown by 'list'.")
+        static let reason = OptionDescription(names: ["--reason"], valueName: "text", help: "Why the secret is wanted, shown while waiting for a touch.")
+        static let service = OptionDescription(names: ["--service"], valueName: "service", help: "Only the items of this service.")
+        static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")
+        static let wait = OptionDescription(names: ["--wait"], valueName: "seconds", help: "How long to wait for a process to open the reader, at most 3600.", defaultValue: "the --timeout value")
+    }
+
+    /// The commands' positional arguments, each declared once.
+    private enum Argument {
+        static let finger = ArgumentDescription(name: "finger", help: "The finger, by fprintd's name: \(FingerName.allNames).", isOptional: true)
+        static let service = ArgumentDescription(name: "service", help: "The service the item belongs to (at most 1024 bytes, no control characters).")
+        static let account = ArgumentDescription(name: "account", help: "The account within the service (at most 1024 bytes, no control characters).")
+        static let id = ArgumentDescription(name: "id", help: "The simulated finger (at most 1024 bytes, no control characters).")
+        static let kind = ArgumentDescription(name: "kind", help: "Why: \(SimulatedRetry.allCases.map(\.rawValue).joined(separator: ", ")).")
+        static let code = ArgumentDescription(name: "code", help: "The error, by name or libfprint number: \(SimulatedReaderError.allCases.map(\.rawValue).joined(separator: ", ")).")
+        static let subcommand = ArgumentDescription(name: "subcommand", help: "The command, and its subcommand if it has some (for example: sim touch).", isOptional: true, isRepeating: true)
+    }
 
     // MARK: Helpers
 
