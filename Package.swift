@@ -20,7 +20,6 @@ let package = Package(
         // Test doubles for apps' own tests: no hardware needed.
         .library(name: "TouchstoneTestSupport", targets: ["TouchstoneTestSupport"]),
         .executable(name: "touchstone", targets: ["TouchstoneCLI"]),
-        .executable(name: "touchstone-bench", targets: ["TouchstoneBench"]),
     ],
     targets: [
         // MARK: C libraries (Debian packages)
@@ -54,11 +53,12 @@ let package = Package(
         .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),
-        .executableTarget(name: "TouchstoneBench", dependencies: ["TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "CSQLite"],
+        // The benchmark, not a product: `swift run -c release TouchstoneBench`.
+        .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "CSQLite"],
                           linkerSettings: exportSharedCryptoContext),
 
         // MARK: Tests (one test bundle; one folder per module under test)
-        // Rigs shared by the test targets: a private swtpm, virtual readers.
+        // Rigs shared by the test targets (and the benchmark): a private swtpm, virtual readers.
         .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"],
                 path: "Tests/TestRigs"),
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2", "CTSSCryptoContext"],

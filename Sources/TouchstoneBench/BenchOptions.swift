@@ -1,7 +1,7 @@
-/// The command line of `touchstone-bench` (or `touchstone-bench tpm`), the
+/// The command line of `TouchstoneBench` (or `TouchstoneBench tpm`), the
 /// TPM unseal suite.
 ///
-///     touchstone-bench [tpm] [--iterations N] [--tool-iterations N] [--warmup N] [--json]
+///     TouchstoneBench [tpm] [--iterations N] [--tool-iterations N] [--warmup N] [--json]
 struct BenchOptions {
     /// Timed unseals per branch through the TPM module.
     var iterations = 200
@@ -14,7 +14,7 @@ struct BenchOptions {
     var json = false
 
     static let usage = """
-        usage: touchstone-bench [tpm] [--iterations N] [--tool-iterations N] [--warmup N] [--json]
+        usage: TouchstoneBench [tpm] [--iterations N] [--tool-iterations N] [--warmup N] [--json]
 
         Starts a private swtpm, seals a 32-byte key under PolicyOR(biometric, passcode),
         then times unseals through each branch with the TPM module and with the same

@@ -1,22 +1,21 @@
+import TouchstoneVault
+
 /// The baseline: the same rows in a plain SQLite table with the vault's
-/// columns, journal mode (WAL) and synchronous setting (NORMAL). Each insert
-/// is its own transaction (BEGIN IMMEDIATE, INSERT, COMMIT), as each vault
-/// add is; selects look a row up by its lookup blob. Statements are
-/// prepared once and reused.
+/// columns, on a connection of the vault's own kind (SQLiteDatabase): the
+/// same open flags, journal mode (WAL) and synchronous setting (NORMAL).
+/// Each insert is its own transaction (BEGIN IMMEDIATE, INSERT, COMMIT), as
+/// each vault add is, its blobs bound as copies; selects look a row up by
+/// its lookup blob, bound in place. Statements are prepared once and reused.
 final class PlainSQLiteStore {
-    private let connection: SQLiteConnection
-    private let begin: PreparedStatement
-    private let insert: PreparedStatement
-    private let commit: PreparedStatement
-    private let select: PreparedStatement
-    private let selectAll: PreparedStatement
+    private let db: SQLiteDatabase
+    private static let insert = "INSERT INTO items(lookup, metadata, secret) VALUES(?, ?, ?)"
+    private static let select = "SELECT metadata, secret FROM items WHERE lookup = ?"
+    private static let selectAll = "SELECT lookup, metadata, secret FROM items ORDER BY id"
 
     /// Creates the table in a new database at `path`.
     init(path: String) throws {
-        connection = try SQLiteConnection(path: path)
-        try connection.execute("PRAGMA journal_mode=WAL")
-        try connection.execute("PRAGMA synchronous=NORMAL")
-        try connection.execute("""
+        db = try SQLiteDatabase(path: path, mode: .create)
+        try db.execute("""
             CREATE TABLE items (
                 id       INTEGER PRIMARY KEY,
                 lookup   BLOB NOT NULL UNIQUE,
@@ -24,38 +23,18 @@ final class PlainSQLiteStore {
                 secret   BLOB NOT NULL
             )
             """)
-        begin = try connection.prepare("BEGIN IMMEDIATE")
-        insert = try connection.prepare("INSERT INTO items(lookup, metadata, secret) VALUES(?, ?, ?)")
-        commit = try connection.prepare("COMMIT")
-        select = try connection.prepare("SELECT metadata, secret FROM items WHERE lookup = ?")
-        selectAll = try connection.prepare("SELECT lookup, metadata, secret FROM items ORDER BY id")
-    }
-
-    deinit {
-        for statement in [begin, insert, commit, select, selectAll] { statement.finalize() }
     }
 
     /// The journal mode and synchronous level actually in force (checked,
     /// not assumed).
     func settings() throws -> (journal: String, synchronous: String) {
-        (try connection.text("PRAGMA journal_mode") ?? "?", try connection.text("PRAGMA synchronous") ?? "?")
+        (try db.firstRow("PRAGMA journal_mode") { $0.text(0) } ?? "?", try db.firstRow("PRAGMA synchronous") { $0.text(0) } ?? "?")
     }
 
     /// Inserts one row in its own transaction.
     func add(_ row: StoredRow) throws {
-        begin.reset()
-        _ = try begin.step()
-        do {
-            insert.reset()
-            try insert.bind(1, row.lookup)
-            try insert.bind(2, row.metadata)
-            try insert.bind(3, row.secret)
-            _ = try insert.step()
-            commit.reset()
-            _ = try commit.step()
-        } catch {
-            try? connection.execute("ROLLBACK")
-            throw error
+        try db.transaction {
+            try db.query(Self.insert, [.blob(row.lookup), .blob(row.metadata), .blob(row.secret)])
         }
     }
 
@@ -63,20 +42,11 @@ final class PlainSQLiteStore {
     /// there is none): the two blobs a vault get reads and opens.
     /// The lookup is bound in place, as the vault binds its lookups.
     func row(lookup: [UInt8]) throws -> (metadata: [UInt8], secret: [UInt8])? {
-        try select.withBlob(1, lookup) {
-            guard try select.step() else { return nil }
-            return (metadata: select.blob(0), secret: select.blob(1))
-        }
+        try db.firstRow(Self.select, blob: lookup) { (metadata: $0.blob(0), secret: $0.blob(1)) }
     }
 
     /// Every row, in insertion order.
     func all() throws -> [StoredRow] {
-        selectAll.reset()
-        var rows: [StoredRow] = []
-        while try selectAll.step() {
-            rows.append(StoredRow(lookup: selectAll.blob(0), metadata: selectAll.blob(1), secret: selectAll.blob(2)))
-        }
-        selectAll.reset()
-        return rows
+        try db.rows(Self.selectAll) { StoredRow(lookup: $0.blob(0), metadata: $0.blob(1), secret: $0.blob(2)) }
     }
 }

@@ -1,6 +1,6 @@
-/// The command line of `touchstone-bench vault`.
+/// The command line of `TouchstoneBench vault`.
 ///
-///     touchstone-bench vault [--sizes N,N,...] [--tpm-sample N] [--block N] [--json]
+///     TouchstoneBench vault [--sizes N,N,...] [--tpm-sample N] [--block N] [--json]
 struct VaultBenchOptions {
     /// Items per vault, one measured vault per size and mode.
     var sizes = [1_000, 10_000, 100_000]
@@ -11,7 +11,7 @@ struct VaultBenchOptions {
     var json = false
 
     static let usage = """
-        usage: touchstone-bench vault [--sizes N,N,...] [--tpm-sample N] [--block N] [--json]
+        usage: TouchstoneBench vault [--sizes N,N,...] [--tpm-sample N] [--block N] [--json]
 
         Starts a private swtpm and, for each size, fills two new vaults (items with access
         none: TPM excluded; items with access passcode: TPM included) and, side by side,

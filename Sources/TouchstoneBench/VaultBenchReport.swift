@@ -38,7 +38,7 @@ struct VaultCaseResult: Codable {
     var list: OperationComparison
 }
 
-/// Everything a `touchstone-bench vault` run measured, with issue 4's target
+/// Everything a `TouchstoneBench vault` run measured, with issue 4's target
 /// checked: add and keyed get with the TPM excluded at least half of plain
 /// SQLite's throughput.
 struct VaultBenchReport: Codable {

@@ -1,14 +1,15 @@
 import CSQLite
 import Foundation
+import TestRigs
 import TouchstoneSecure
 import TouchstoneTPM
 
-/// `touchstone-bench vault`: the vault against plain SQLite at each size,
+/// `TouchstoneBench vault`: the vault against plain SQLite at each size,
 /// TPM excluded and included. One `TPM` connection serves every vault; it
 /// is closed before this returns, so the simulator can be shut down.
-func runVaultBenchmark(_ options: VaultBenchOptions, on rig: PrivateSwtpm) throws -> VaultBenchReport {
+func runVaultBenchmark(_ options: VaultBenchOptions, on rig: SwtpmRig) throws -> VaultBenchReport {
     let loadAverage = MachineInfo.loadAverage()
-    let tpm = try TPM(tcti: rig.tcti)
+    let tpm = try TPM(tcti: rig.swtpm.tcti)
     // A wrong passcode is never given here, but the run makes thousands of
     // passcode authorisations: keep the simulator's lockout out of the way.
     try tpm.setDictionaryAttackParameters(maxTries: 10_000, recoveryTime: 1, lockoutRecovery: 1)

@@ -1,34 +1,32 @@
+import TouchstoneVault
+
 /// Reads back the rows the vault has stored, through its own read-only
-/// connection, outside any timing.
+/// connection, outside any timing. It is opened once the vault has
+/// written (its passcode set), so the write-ahead log is there and the
+/// connection reads through it (SQLiteDatabase's `readOnly` mode opens a
+/// file without a log as immutable), seeing each new block of rows.
 final class VaultRowReader {
-    private let connection: SQLiteConnection
-    private let statement: PreparedStatement
+    private let db: SQLiteDatabase
     private var lastID: Int64 = 0
 
     init(databasePath: String) throws {
-        connection = try SQLiteConnection(path: databasePath, readOnly: true)
-        statement = try connection.prepare("SELECT id, lookup, metadata, secret FROM items WHERE id > ? ORDER BY id")
+        db = try SQLiteDatabase(path: databasePath, mode: .readOnly)
     }
 
-    deinit { statement.finalize() }
-
     /// The rows added since the last call, in the order they were added.
+    /// The statement is reset after the last row, which ends the read
+    /// transaction: the vault's checkpoints are not held back.
     func newRows() throws -> [StoredRow] {
-        statement.reset()
-        try statement.bind(1, lastID)
-        var rows: [StoredRow] = []
-        while try statement.step() {
-            lastID = statement.integer(0)
-            rows.append(StoredRow(lookup: statement.blob(1), metadata: statement.blob(2), secret: statement.blob(3)))
+        try db.rows("SELECT id, lookup, metadata, secret FROM items WHERE id > ? ORDER BY id", [.integer(lastID)]) { row in
+            lastID = row.integer(0)
+            return StoredRow(lookup: row.blob(1), metadata: row.blob(2), secret: row.blob(3))
         }
-        statement.reset()  // ends the read transaction: the vault's checkpoints are not held back
-        return rows
     }
 
     /// Bytes of the vault's `keys` column per item (the wrapped item keys),
     /// which the plain table does not have, for the report.
     func wrapBytesPerItem() throws -> Double {
-        let text = try connection.text("SELECT avg(length(keys)) FROM items")
+        let text = try db.firstRow("SELECT avg(length(keys)) FROM items") { $0.text(0) }
         return Double(text ?? "") ?? 0
     }
 }

@@ -1,26 +1,28 @@
-// touchstone-bench: two suites, each on a private swtpm.
-// - `touchstone-bench [tpm]`: latency and TPM command count of an unseal
+// TouchstoneBench (`swift run -c release TouchstoneBench`): two suites, each
+// on a private swtpm.
+// - `TouchstoneBench [tpm]`: latency and TPM command count of an unseal
 //   through each branch, against the same unseal done with tpm2-tools.
-// - `touchstone-bench vault`: the vault's add, keyed get and list at several
+// - `TouchstoneBench vault`: the vault's add, keyed get and list at several
 //   sizes, TPM excluded and included, against plain SQLite with the same rows.
 // See docs/performance.md for the figures and how to read them.
 import Foundation
+import TestRigs
 import TouchstoneSecure
 import TouchstoneTPM
 
 /// Seals the key, then measures each scenario (module and tools
 /// interleaved). The `TPM` instances it opens are closed before it returns,
 /// so the simulator can be shut down.
-func runBenchmark(_ options: BenchOptions, on rig: PrivateSwtpm, environment: [String: String]) throws -> BenchReport {
+func runBenchmark(_ options: BenchOptions, on rig: SwtpmRig, environment: [String: String]) throws -> BenchReport {
     let loadAverage = MachineInfo.loadAverage()
-    let fixture = try BenchFixture.make(tcti: rig.tcti)
-    let runner = try ToolRunner(directory: try rig.subdirectory("tools"), tcti: rig.tcti, baseEnvironment: environment)
+    let fixture = try BenchFixture.make(tcti: rig.swtpm.tcti)
+    let runner = try ToolRunner(directory: try rig.subdirectory("tools"), tcti: rig.swtpm.tcti, baseEnvironment: environment)
     let toolWarmup = max(1, options.warmup / 10)
     var branches: [BenchReport.Branch] = []
     for scenario in fixture.scenarios {
         let sequence = try ToolSequence.prepare(scenario, fixture: fixture, directory: runner.directory)
         let measured = try ScenarioMeasurement.measure(
-            scenario, tools: sequence, runner: runner, key: fixture.key, tcti: rig.tcti, srkName: fixture.srkName,
+            scenario, tools: sequence, runner: runner, key: fixture.key, tcti: rig.swtpm.tcti, srkName: fixture.srkName,
             swtpmPID: rig.swtpm.pid, warmup: options.warmup, iterations: options.iterations,
             toolWarmup: toolWarmup, toolIterations: options.toolIterations)
         let speedup = measured.tools.median / measured.module.median
@@ -89,16 +91,16 @@ do {
             throw BenchError.missingTool(name: program, package: "tpm2-tools")
         }
         Interruption.install()
-        let rig = try PrivateSwtpm()
+        let rig = try SwtpmRig.forBenchmark()
         let outcome = Result { try runBenchmark(options, on: rig, environment: startEnvironment) }
-        rig.stopAndRemove()
+        rig.stopReporting()
         let report = try outcome.get()
         print(options.json ? try report.json() : report.table())
     case .vault(let options):
         Interruption.install()
-        let rig = try PrivateSwtpm()
+        let rig = try SwtpmRig.forBenchmark()
         let outcome = Result { try runVaultBenchmark(options, on: rig) }
-        rig.stopAndRemove()
+        rig.stopReporting()
         let report = try outcome.get()
         print(options.json ? try report.json() : report.table())
     }

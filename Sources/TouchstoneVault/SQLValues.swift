@@ -1,6 +1,6 @@
 import CSQLite
 
-enum SQLValue {
+package enum SQLValue {
     case null
     case integer(Int64)
     case real(Double)
@@ -9,17 +9,17 @@ enum SQLValue {
 }
 
 /// One result row, read by column index.
-struct SQLRow {
+package struct SQLRow {
     let statement: OpaquePointer
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
-    func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+    package func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
     func real(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
-    func text(_ column: Int32) -> String {
+    package func text(_ column: Int32) -> String {
         guard let p = sqlite3_column_text(statement, column) else { return "" }
         return String(cString: p)
     }
-    func blob(_ column: Int32) -> [UInt8] {
+    package func blob(_ column: Int32) -> [UInt8] {
         withBlob(column) { Array($0) }
     }
     /// Runs `body` on a blob column's bytes where SQLite holds them (valid

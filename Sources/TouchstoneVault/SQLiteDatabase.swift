@@ -11,7 +11,7 @@ import Glibc
 /// its header says, a page that does not parse are `VaultError.corrupted`,
 /// and a connection that met damage closes without checkpointing, so the
 /// file and its write-ahead log stay byte for byte as they were.
-final class SQLiteDatabase: @unchecked Sendable {
+package final class SQLiteDatabase: @unchecked Sendable {
     // @unchecked Sendable: `handle` and `statements` are used only under `lock`.
     private(set) var handle: OpaquePointer?
     private let lock = NSRecursiveLock()
@@ -27,7 +27,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     let isReadOnly: Bool
 
     /// How a connection opens its file.
-    enum OpenMode {
+    package enum OpenMode {
         /// Read and write, creating the file (mode 0600) if it is missing.
         case create
         /// Read and write; the file must exist and hold a database.
@@ -40,7 +40,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Opens the database at `path`.
-    init(path: String, mode: OpenMode = .create) throws {
+    package init(path: String, mode: OpenMode = .create) throws {
         self.path = path
         isReadOnly = mode == .readOnly
         if mode != .create { try Self.checkFile(path) }
@@ -102,7 +102,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Runs `sql` (one or more statements, no results).
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         try locked {
             var error: UnsafeMutablePointer<CChar>?
             let rc = sqlite3_exec(handle, sql, nil, nil, &error)
@@ -115,14 +115,14 @@ final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Runs a statement with `bindings`, calling `row` for each result row.
-    func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
+    package func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
         try withStatement(sql, bindings) { statement in
             while try step(statement) { try row(SQLRow(statement: statement)) }
         }
     }
 
     /// The rows of a query, each mapped by `transform`.
-    func rows<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> [T] {
+    package func rows<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> [T] {
         var out: [T] = []
         try query(sql, bindings) { out.append(try transform($0)) }
         return out
@@ -130,7 +130,7 @@ final class SQLiteDatabase: @unchecked Sendable {
 
     /// The first row of a query, mapped by `transform`, or nil when there
     /// is none; the statement stops there (for lookups by a unique key).
-    func firstRow<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> T? {
+    package func firstRow<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> T? {
         try withStatement(sql, bindings) { statement in
             try step(statement) ? try transform(SQLRow(statement: statement)) : nil
         }
@@ -140,7 +140,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// unique key). The blob is bound in place, not copied (SQLITE_STATIC):
     /// the statement is reset, dropping the binding, before `key`'s
     /// storage is let go.
-    func firstRow<T>(_ sql: String, blob key: [UInt8], _ transform: (SQLRow) throws -> T) throws -> T? {
+    package func firstRow<T>(_ sql: String, blob key: [UInt8], _ transform: (SQLRow) throws -> T) throws -> T? {
         try key.withUnsafeBytes { raw in
             try withStatement(sql, []) { statement in
                 let rc = sqlite3_bind_blob(statement, 1, raw.baseAddress, Int32(raw.count), nil)  // nil: SQLITE_STATIC
@@ -164,7 +164,7 @@ final class SQLiteDatabase: @unchecked Sendable {
     /// Runs `body` in an IMMEDIATE transaction (the write lock is taken at
     /// once, so concurrent writers queue instead of deadlocking); rolls back
     /// on any error.
-    func transaction<R>(_ body: () throws -> R) throws -> R {
+    package func transaction<R>(_ body: () throws -> R) throws -> R {
         try locked {
             // Through the statement cache: sqlite3_exec would parse these
             // on every transaction.

@@ -10,7 +10,7 @@
  * OpenSSL's algorithm names and starts its providers, so an unseal spent
  * 10-15 ms of CPU there. This file defines OSSL_LIB_CTX_new and
  * OSSL_LIB_CTX_free; when the program exports them (the touchstone and
- * touchstone-bench executables are linked with
+ * TouchstoneBench executables are linked with
  * --export-dynamic-symbol=OSSL_LIB_CTX_new/free), libtss2-esys's calls reach
  * them first:
  *
