@@ -13,6 +13,13 @@ let exportSharedCryptoContext: [LinkerSetting] = [
                   "-Xlinker", "--export-dynamic-symbol=OSSL_LIB_CTX_free"]),
 ]
 
+/// Code only the tests and the fuzz targets call (the fuzz bodies, the vault's
+/// key inventory for the memory scans) is compiled in debug builds only,
+/// under `#if TOUCHSTONE_TEST_SUPPORT`; scripts/fuzz defines it for swiftc.
+let testSupport: [SwiftSetting] = [
+    .define("TOUCHSTONE_TEST_SUPPORT", .when(configuration: .debug)),
+]
+
 let package = Package(
     name: "Touchstone",
     products: [
@@ -45,12 +52,14 @@ let package = Package(
 
         // MARK: Swift modules, bottom up
         .target(name: "TouchstoneSecure", dependencies: ["CSodium"]),
-        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "CTSSCryptoContext"]),
+        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "CTSSCryptoContext"],
+                swiftSettings: testSupport),
         .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure"]),
-        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"]),
+        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"],
+                swiftSettings: testSupport),
         .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
-        .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine"),
+        .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine", swiftSettings: testSupport),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),
         // The benchmark, not a product: `swift run -c release TouchstoneBench`.

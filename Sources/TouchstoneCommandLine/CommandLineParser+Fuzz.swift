@@ -1,3 +1,4 @@
+#if TOUCHSTONE_TEST_SUPPORT
 /// The body of the `CommandLine` fuzz target, here so that the libFuzzer
 /// entry (fuzz/CommandLine.swift, built by scripts/fuzz) and the regression
 /// test that replays every committed input (CommandLineTests,
@@ -45,3 +46,4 @@ extension CommandLineParser {
         return nil
     }
 }
+#endif

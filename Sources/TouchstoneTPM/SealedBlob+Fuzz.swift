@@ -1,3 +1,4 @@
+#if TOUCHSTONE_TEST_SUPPORT
 /// The body of the `SealedBlob` fuzz target, here so that the libFuzzer
 /// entry (fuzz/SealedBlob.swift, built by scripts/fuzz) and the regression
 /// test that replays every committed input (TPMTests, FuzzReplayTests) run
@@ -16,3 +17,4 @@ extension SealedBlob {
         return nil
     }
 }
+#endif

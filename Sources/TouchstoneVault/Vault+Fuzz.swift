@@ -1,3 +1,4 @@
+#if TOUCHSTONE_TEST_SUPPORT
 /// The body of the `ItemRecord` fuzz target, here so that the libFuzzer
 /// entry (fuzz/ItemRecord.swift, built by scripts/fuzz) and the regression
 /// test that replays every committed input (VaultTests, FuzzReplayTests)
@@ -53,3 +54,4 @@ extension Vault {
         return nil
     }
 }
+#endif

@@ -1,3 +1,4 @@
+#if TOUCHSTONE_TEST_SUPPORT
 import TouchstoneSecure
 import TouchstoneTPM
 
@@ -33,3 +34,4 @@ extension Vault {
         return keys
     }
 }
+#endif
