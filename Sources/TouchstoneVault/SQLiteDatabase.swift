@@ -12,8 +12,10 @@ import Glibc
 /// and a connection that met damage closes without checkpointing, so the
 /// file and its write-ahead log stay byte for byte as they were.
 package final class SQLiteDatabase: @unchecked Sendable {
-    // @unchecked Sendable: `handle` and `statements` are used only under `lock`.
-    private(set) var handle: OpaquePointer?
+    // @unchecked Sendable: `handle` and `statements` are used only under `lock`
+    // (the benchmark's baseline aside: it prepares its own statements on
+    // `handle`, from one thread).
+    package private(set) var handle: OpaquePointer?
     private let lock = NSRecursiveLock()
     /// Prepared statements by SQL text, each reset with no bindings when
     /// idle. One in use is marked, so a nested query with the same text
