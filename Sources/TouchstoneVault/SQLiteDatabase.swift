@@ -117,7 +117,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Runs a statement with `bindings`, calling `row` for each result row.
-    package func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
+    func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
         try withStatement(sql, bindings) { statement in
             while try step(statement) { try row(SQLRow(statement: statement)) }
         }
@@ -142,7 +142,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
     /// unique key). The blob is bound in place, not copied (SQLITE_STATIC):
     /// the statement is reset, dropping the binding, before `key`'s
     /// storage is let go.
-    package func firstRow<T>(_ sql: String, blob key: [UInt8], _ transform: (SQLRow) throws -> T) throws -> T? {
+    func firstRow<T>(_ sql: String, blob key: [UInt8], _ transform: (SQLRow) throws -> T) throws -> T? {
         try key.withUnsafeBytes { raw in
             try withStatement(sql, []) { statement in
                 let rc = sqlite3_bind_blob(statement, 1, raw.baseAddress, Int32(raw.count), nil)  // nil: SQLITE_STATIC
@@ -166,7 +166,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
     /// Runs `body` in an IMMEDIATE transaction (the write lock is taken at
     /// once, so concurrent writers queue instead of deadlocking); rolls back
     /// on any error.
-    package func transaction<R>(_ body: () throws -> R) throws -> R {
+    func transaction<R>(_ body: () throws -> R) throws -> R {
         try locked {
             // Through the statement cache: sqlite3_exec would parse these
             // on every transaction.
