@@ -51,33 +51,43 @@ let package = Package(
         .target(name: "CTSSCryptoContext", path: "Sources/CTSSCryptoContext"),
 
         // MARK: Swift modules, bottom up
+        // The domain types every layer shares: access controls and their
+        // grammar, fingers, reader and TPM selection, item attributes.
+        .target(name: "TouchstoneModel"),
         .target(name: "TouchstoneSecure", dependencies: ["CSodium"]),
-        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "CTSSCryptoContext"],
+        // Backends: `package` access, C modules imported internally.
+        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "TouchstoneModel", "CTSSCryptoContext"],
                 swiftSettings: testSupport),
-        .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure"]),
-        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint"],
+        .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure", "TouchstoneModel"]),
+        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel"],
                 swiftSettings: testSupport),
-        .target(name: "Touchstone", dependencies: ["TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
+        // The simulator (swtpm + libfprint's virtual reader), shared with the test rigs.
+        .target(name: "TouchstoneSimulator", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
+        // The public API, over the engine seam.
+        .target(name: "Touchstone", dependencies: ["TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
+                swiftSettings: testSupport),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
-        .target(name: "TouchstoneCommandLine", path: "Sources/TouchstoneCommandLine", swiftSettings: testSupport),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneCommandLine"],
+        // Front ends: the public API and the command-line parser, nothing below.
+        .target(name: "TouchstoneCommandLine", dependencies: ["TouchstoneModel"], path: "Sources/TouchstoneCommandLine",
+                swiftSettings: testSupport),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),
         // The benchmark, not a product: `swift run -c release TouchstoneBench`.
-        .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "CSQLite"],
+        .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "CSQLite"],
                           linkerSettings: exportSharedCryptoContext),
 
         // MARK: Tests (one test bundle; one folder per module under test)
         // Rigs shared by the test targets (and the benchmark): a private swtpm, virtual readers.
-        .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"],
+        .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"],
                 path: "Tests/TestRigs"),
-        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "CTSS2", "CTSSCryptoContext"],
+        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext"],
                     linkerSettings: exportSharedCryptoContext),
-        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure"]),
-        .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure"]),
-        .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "CFPrint"]),
+        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
-        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure"], path: "Tests/CLITests"),
+        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

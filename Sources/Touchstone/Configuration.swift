@@ -1,31 +1,29 @@
 import Foundation
 
-/// Which fingerprint reader to use.
-public enum ReaderSelection: Sendable, Hashable {
-    /// The first reader libfprint finds.
-    case auto
-    /// libfprint's virtual reader listening on this socket (the simulator).
-    case virtual(socket: String)
-    /// A reader by its id as `status` shows it ("driver/device-id").
-    case id(String)
-}
-
 /// Where Touchstone keeps its state and which hardware it uses.
+///
+/// `Configuration()` is this user's state folder, the kernel's TPM
+/// (`/dev/tpmrm0`) and the first fingerprint reader; `.simulator(home:)`
+/// is the simulator of a state folder.
 public struct Configuration: Sendable, Hashable {
     /// The state folder (0700): the vault database and enrolled prints.
     public var home: URL
-    /// The TCTI string of the TPM.
-    public var tcti: String
+    public var tpm: TPMSelection
     public var reader: ReaderSelection
     /// The user the prints belong to.
     public var user: String
 
-    public init(home: URL, tcti: String = "device:/dev/tpmrm0", reader: ReaderSelection = .auto,
-                user: String = ProcessInfo.processInfo.userName) {
+    public init(home: URL = Configuration.defaultHome(), tpm: TPMSelection = .default,
+                reader: ReaderSelection = .automatic, user: String = ProcessInfo.processInfo.userName) {
         self.home = home
-        self.tcti = tcti
+        self.tpm = tpm
         self.reader = reader
         self.user = user
+    }
+
+    /// The simulator's TPM and reader (`Simulator(home:)`), state in `home`.
+    public static func simulator(home: URL) -> Configuration {
+        Configuration(home: home, tpm: .simulator, reader: .simulator)
     }
 
     /// `$XDG_DATA_HOME/touchstone`, or `~/.local/share/touchstone`.
@@ -36,4 +34,7 @@ public struct Configuration: Sendable, Hashable {
         let home = environment["HOME"] ?? NSHomeDirectory()
         return URL(fileURLWithPath: home).appendingPathComponent(".local/share/touchstone")
     }
+
+    /// The simulator of this state folder.
+    public var simulator: Simulator { Simulator(home: home) }
 }

@@ -1,13 +1,6 @@
-// What an app needs from the layers below comes with `import Touchstone`:
-// SecureBytes, the access-control and item types, fingers and scan events.
-@_exported import struct TouchstoneVault.AccessControl
-@_exported import enum TouchstoneVault.AccessFlag
-@_exported import enum TouchstoneVault.Accessibility
-@_exported import struct TouchstoneVault.ItemAttributes
-@_exported import struct TouchstoneVault.ListedItem
-@_exported import enum TouchstoneVault.VaultError
-@_exported import class TouchstoneSecure.SecureBytes
-@_exported import enum TouchstoneFingerprint.Finger
-@_exported import enum TouchstoneFingerprint.ScanEvent
-@_exported import enum TouchstoneFingerprint.RetryHint
-@_exported import enum TouchstoneFingerprint.FingerprintError
+// What an app needs comes with `import Touchstone`: the domain types
+// (access controls, fingers, item attributes, scan events, reader and TPM
+// selection, the failure values), SecureBytes, and the simulator.
+@_exported import TouchstoneModel
+@_exported import TouchstoneSecure
+@_exported import TouchstoneSimulator

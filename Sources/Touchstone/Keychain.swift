@@ -1,96 +1,116 @@
 import Foundation
-import TouchstoneSecure
-import TouchstoneVault
 
 /// Generic-password items with Keychain semantics: keyed by (service,
 /// account), protected by an access control that the TPM enforces.
+///
+/// Secrets go in as `some ContiguousBytes` (`Data`, `[UInt8]`,
+/// `SecureBytes`), copied into memory that is locked and wiped; the
+/// caller's copy is the caller's to wipe. They come out as `SecureBytes`.
 public struct Keychain: Sendable {
+    /// The largest secret an item holds (1 MiB); an empty one is refused too.
+    public static let maximumSecretSize = 1 << 20
+    /// The longest service, account, label or comment, in UTF-8 bytes.
+    public static let maximumFieldSize = 4096
+
     let device: TouchstoneDevice
+    var engine: any Engine { device.engine }
 
-    init(device: TouchstoneDevice) { self.device = device }
-
-    /// Adds an item (no authentication, as SecItemAdd).
-    public func add(_ secret: SecureBytes, service: String, account: String, label: String? = nil,
+    /// Adds an item (no authentication, as SecItemAdd). Any access control
+    /// but `none`, and `whenPasscodeSetThisDeviceOnly`, need a passcode set.
+    public func add(_ secret: some ContiguousBytes, service: String, account: String, label: String? = nil,
                     comment: String? = nil, generic: Data? = nil, access: AccessControl = .userPresence,
-                    accessibility: Accessibility = .whenUnlockedThisDeviceOnly) throws {
+                    accessibility: Accessibility = .whenUnlockedThisDeviceOnly) async throws(KeychainError) {
         let attributes = ItemAttributes(service: service, account: account, label: label, comment: comment,
                                         generic: generic, access: access, accessibility: accessibility)
-        do { try device.vault.add(secret, attributes: attributes) } catch { throw KeychainError(error) }
+        try await engine.add(SecureBytes(copying: secret), attributes: attributes)
     }
 
     /// The item's secret. Authenticates through `context` as the item's
-    /// access control requires (a fresh context if none is given).
-    public func get(service: String, account: String, context: AuthenticationContext? = nil,
-                    reason: String) async throws -> SecureBytes {
-        do {
-            let proof = try await proof(service: service, account: account, context: context, reason: reason)
-            return try device.vault.secret(service: service, account: account, proof: proof)
-        } catch {
-            throw KeychainError(error)
-        }
+    /// access control requires: a context of this device (a fresh one if
+    /// none is given), or on a test device any `BiometricAuthenticating`.
+    /// Only the ways in that are still open are offered: no touch is asked
+    /// for an item whose enrolment set is gone.
+    public func get(service: String, account: String, context: (any BiometricAuthenticating)? = nil,
+                    reason: String) async throws(KeychainError) -> SecureBytes {
+        let grant = try await grant(service: service, account: account, context: context, reason: reason)
+        return try await engine.secret(service: service, account: account, grant: grant)
     }
 
     /// Replaces the secret (authenticating as for `get`).
-    public func update(_ secret: SecureBytes, service: String, account: String,
-                       context: AuthenticationContext? = nil, reason: String) async throws {
-        do {
-            let proof = try await proof(service: service, account: account, context: context, reason: reason)
-            try device.vault.update(service: service, account: account, secret: secret, proof: proof)
+    public func update(_ secret: some ContiguousBytes, service: String, account: String,
+                       context: (any BiometricAuthenticating)? = nil, reason: String) async throws(KeychainError) {
+        let copy = SecureBytes(copying: secret)
+        let grant = try await grant(service: service, account: account, context: context, reason: reason)
+        try await engine.update(service: service, account: account, secret: copy, label: nil, comment: nil,
+                                generic: nil, grant: grant)
+    }
+
+    /// Changes label, comment or generic data (no authentication; a nil
+    /// argument leaves the attribute as it is, `.some(nil)` removes it).
+    public func updateAttributes(service: String, account: String, label: String?? = nil,
+                                 comment: String?? = nil, generic: Data?? = nil) async throws(KeychainError) {
+        try await engine.update(service: service, account: account, secret: nil, label: label, comment: comment,
+                                generic: generic, grant: nil)
+    }
+
+    /// Deletes the item (no authentication, as SecItemDelete). A corrupted
+    /// item can be deleted too.
+    public func delete(service: String, account: String) async throws(KeychainError) {
+        try await engine.delete(service: service, account: account)
+    }
+
+    /// Items' attributes and states, never their secrets (no authentication).
+    /// One damaged record is listed as corrupted; the rest are listed.
+    public func items(service: String? = nil) async throws(KeychainError) -> [ListedItem] {
+        try await engine.items(service: service)
+    }
+
+    /// One item's attributes (no authentication).
+    public func attributes(service: String, account: String) async throws(KeychainError) -> ItemAttributes {
+        try await engine.attributes(service: service, account: account)
+    }
+
+    private func grant(service: String, account: String, context: (any BiometricAuthenticating)?,
+                       reason: String) async throws(KeychainError) -> (any EngineGrant)? {
+        let access = try await engine.openAccess(service: service, account: account)
+        if access.flags.isEmpty { return nil }
+        let context = context ?? device.makeContext()
+        do throws(AuthenticationError) {
+            if let own = context as? AuthenticationContext {
+                guard own.belongs(to: engine) else { throw .invalidContext }
+                return try await own.grant(for: access, reason: reason)
+            }
+            return try await engine.grant(for: access, reason: reason, from: context)
         } catch {
             throw KeychainError(error)
         }
     }
+}
 
-    /// Changes label, comment or generic data (no authentication; a nil
-    /// argument leaves the attribute as it is).
-    public func updateAttributes(service: String, account: String, label: String?? = nil,
-                                 comment: String?? = nil, generic: Data?? = nil) throws {
-        do {
-            try device.vault.update(service: service, account: account, label: label, comment: comment, generic: generic)
-        } catch { throw KeychainError(error) }
+extension Keychain {
+    /// Stores a Codable value as the item's secret (JSON), with the same
+    /// attributes as `add`.
+    @_disfavoredOverload
+    public func add(_ value: some Encodable, service: String, account: String, label: String? = nil,
+                    comment: String? = nil, access: AccessControl = .userPresence,
+                    accessibility: Accessibility = .whenUnlockedThisDeviceOnly) async throws(KeychainError) {
+        var json: Data
+        do { json = try JSONEncoder().encode(value) } catch {
+            throw .invalidItem("the value does not encode as JSON: \(error)")
+        }
+        defer { json.resetBytes(in: 0..<json.count) }
+        try await add(json, service: service, account: account, label: label, comment: comment,
+                      access: access, accessibility: accessibility)
     }
 
-    /// Deletes the item (no authentication, as SecItemDelete).
-    public func delete(service: String, account: String) throws {
-        do { try device.vault.delete(service: service, account: account) } catch { throw KeychainError(error) }
-    }
-
-    /// Items' attributes and states, never their secrets (no authentication).
-    public func items(service: String? = nil) throws -> [ListedItem] {
-        do { return try device.vault.list(service: service) } catch { throw KeychainError(error) }
-    }
-
-    /// One item's attributes (no authentication).
-    public func attributes(service: String, account: String) throws -> ItemAttributes {
-        do { return try device.vault.attributes(service: service, account: account) } catch { throw KeychainError(error) }
-    }
-
-    private func proof(service: String, account: String, context: AuthenticationContext?,
-                       reason: String) async throws -> VaultProof {
-        // Only the ways in that are still open: never ask for a touch that
-        // could not open the item (its enrolment set is gone).
-        let access = try device.vault.openAccess(service: service, account: account)
-        if access.flags.isEmpty { return .none }
-        let context = context ?? device.makeContext()
-        return try await context.proof(for: access, reason: reason)
-    }
-
-    // MARK: - Codable
-
-    /// Stores a Codable value as the item's secret (JSON).
-    public func add<T: Encodable>(_ value: T, service: String, account: String, access: AccessControl = .userPresence) throws {
-        var bytes = [UInt8](try JSONEncoder().encode(value))
-        try add(SecureBytes(consuming: &bytes), service: service, account: account, access: access)
-    }
-
-    /// Reads a Codable value stored with `add(_:service:account:)`.
+    /// Reads a Codable value stored with `add(_:service:account:...)`.
     public func get<T: Decodable>(_ type: T.Type, service: String, account: String,
-                                  context: AuthenticationContext? = nil, reason: String) async throws -> T {
+                                  context: (any BiometricAuthenticating)? = nil, reason: String) async throws(KeychainError) -> T {
         let secret = try await get(service: service, account: account, context: context, reason: reason)
         do {
             return try secret.withUnsafeBytes { try JSONDecoder().decode(T.self, from: Data($0)) }
         } catch {
-            throw KeychainError.corrupted("the item does not hold a \(T.self)")
+            throw .corrupted("the item does not hold a \(T.self)")
         }
     }
 }

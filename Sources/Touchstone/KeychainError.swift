@@ -1,76 +1,45 @@
-import TouchstoneFingerprint
-import TouchstoneTPM
-import TouchstoneVault
-
 /// SecItem's errors, for Linux.
-public enum KeychainError: Error, Equatable, Sendable {
+public enum KeychainError: Error, Sendable, Hashable {
+    /// An item with this service and account exists (errSecDuplicateItem).
     case duplicateItem
+    /// No such item (errSecItemNotFound).
     case itemNotFound
     /// The finger did not match or the passcode was wrong (errSecAuthFailed).
     case authFailed
-    /// The person (or the system) cancelled (errSecUserCanceled).
+    /// The person cancelled (errSecUserCanceled).
     case userCanceled
-    /// Authentication is needed and interaction is not allowed.
+    /// Authentication is needed and interaction is not allowed
+    /// (errSecInteractionNotAllowed).
     case interactionNotAllowed
     /// The enrolled fingers changed and the item allows no other way in.
     case itemInvalidated
-    /// The stored data is damaged or was tampered with (errSecDecode).
+    /// The stored data is damaged or was tampered with, and which (errSecDecode).
     case corrupted(String)
+    /// The item cannot be stored as given: an empty service or account, a
+    /// field or secret over its limit, and which.
+    case invalidItem(String)
     /// An authentication error other than the above (lockout, no reader,
     /// no passcode, ...).
     case authentication(AuthenticationError)
     /// The TPM failed or is unreachable.
-    case tpm(TPMError)
-    /// The vault was made with another TPM.
-    case otherTPM
-    /// Anything else, with what happened.
-    case failure(String)
-
-    init(_ error: any Error) {
-        switch error {
-        case let e as KeychainError: self = e
-        case let e as VaultError:
-            switch e {
-            case .itemNotFound: self = .itemNotFound
-            case .duplicateItem: self = .duplicateItem
-            case .itemInvalidated: self = .itemInvalidated
-            case .corrupted(let what): self = .corrupted(what)
-            case .authenticationRequired: self = .interactionNotAllowed
-            case .passcodeNotSet: self = .authentication(.passcodeNotSet)
-            case .otherTPM: self = .otherTPM
-            case .tpm(.wrongPasscode): self = .authFailed
-            case .tpm(.lockout(let s)): self = .authentication(.passcodeLockout(retryAfterSeconds: s))
-            case .tpm(let t): self = .tpm(t)
-            default: self = .failure(e.description)
-            }
-        case let e as AuthenticationError:
-            switch e {
-            case .authenticationFailed: self = .authFailed
-            case .userCancel, .systemCancel, .appCancel, .userFallback: self = .userCanceled
-            case .notInteractive: self = .interactionNotAllowed
-            case .tpm(let t): self = .tpm(t)
-            default: self = .authentication(e)
-            }
-        case let e as FingerprintError: self = KeychainError(AuthenticationError(e))
-        case is CancellationError: self = .userCanceled
-        default: self = .failure("\(error)")
-        }
-    }
+    case tpm(TPMFailure)
+    /// The state folder or the vault could not be used.
+    case storage(StorageFailure)
 
     /// What to tell the user, or nil for a cancel.
     public var message: String? {
         switch self {
-        case .duplicateItem: return "An item with this service and account already exists."
-        case .itemNotFound: return "No such item."
-        case .authFailed: return "Couldn't verify it's you."
-        case .userCanceled: return nil
-        case .interactionNotAllowed: return "Authentication is needed, but no interaction is possible."
-        case .itemInvalidated: return "This item was invalidated: the enrolled fingers changed and it allows no other way in."
-        case .corrupted(let what): return "Stored data is corrupted or was tampered with: \(what)."
-        case .authentication(let e): return e.message
-        case .tpm(let e): return e.description
-        case .otherTPM: return VaultError.otherTPM.description
-        case .failure(let text): return text
+        case .duplicateItem: "An item with this service and account already exists."
+        case .itemNotFound: "No such item."
+        case .authFailed: "Couldn't verify it's you."
+        case .userCanceled: nil
+        case .interactionNotAllowed: "Authentication is needed, but no interaction is possible."
+        case .itemInvalidated: "This item was invalidated: the enrolled fingers changed and it allows no other way in."
+        case .corrupted(let what): "Stored data is corrupted or was tampered with: \(what)."
+        case .invalidItem(let why): "The item cannot be stored: \(why)."
+        case .authentication(let error): error.message
+        case .tpm(let failure): "The TPM could not be used: \(failure)."
+        case .storage(let failure): "Touchstone's state could not be used: \(failure.message)."
         }
     }
 }

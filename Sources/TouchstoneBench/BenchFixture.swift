@@ -25,10 +25,10 @@ struct BenchFixture {
     static func make(tcti: String) throws -> BenchFixture {
         let tpm = try TPM(tcti: tcti)
         let srkName = try tpm.storageKeyName()
-        let index = try tpm.freeEnrolmentIndex()
+        let index = try tpm.freeEnrollmentIndex()
         let passcode = PasscodeAuth(passcode: SecureBytes.random(count: 16))
-        let state = SecureBytes.random(count: TPM.enrolmentStateSize).withUnsafeBytes { Array($0) }
-        try tpm.defineEnrolmentIndex(index, passcode: passcode, initialState: state)
+        let state = SecureBytes.random(count: TPM.enrollmentStateSize).withUnsafeBytes { Array($0) }
+        try tpm.defineEnrollmentIndex(index, passcode: passcode, initialState: state)
         let key = SecureBytes.random(count: 32)
         let sealed = try tpm.seal(key, policy: .biometricOrPasscode(
             BiometricCondition(nvIndex: index, domainState: state, bindPCR7: false)), passcode: passcode)

@@ -1,3 +1,4 @@
+import TouchstoneSimulator
 import Foundation
 import TouchstoneSecure
 import TouchstoneTPM

@@ -5,6 +5,7 @@
 // - `TouchstoneBench vault`: the vault's add, keyed get and list at several
 //   sizes, TPM excluded and included, against plain SQLite with the same rows.
 // See docs/performance.md for the figures and how to read them.
+import TouchstoneSimulator
 import Foundation
 import TestRigs
 import TouchstoneSecure

@@ -1,5 +1,7 @@
 import Dispatch
 import Foundation
+import Synchronization
+import Touchstone
 import TouchstoneCommandLine
 
 /// Runs one parsed command to its exit status: the command in a task that
@@ -43,14 +45,14 @@ enum CommandRunner {
         case .passcode(let action): try await session.passcode(action)
         case .enroll(let finger): try await session.enroll(finger)
         case .unenroll(let target): try await session.unenroll(target)
-        case .fingers: try session.fingers()
+        case .fingers: try await session.fingers()
         case .verify(let allowPasscode): try await session.verify(allowPasscode: allowPasscode)
         case .add(let service, let account, let access, let label, let comment):
-            try session.add(service: service, account: account, access: access, label: label, comment: comment)
+            try await session.add(service: service, account: account, access: access, label: label, comment: comment)
         case .get(let service, let account, let reason): try await session.get(service: service, account: account, reason: reason)
         case .update(let service, let account): try await session.update(service: service, account: account)
-        case .delete(let service, let account): try session.delete(service: service, account: account)
-        case .list(let service): try session.list(service: service)
+        case .delete(let service, let account): try await session.delete(service: service, account: account)
+        case .list(let service): try await session.list(service: service)
         case .sim(let sim): try await session.simulator(sim)
         case .demo: throw CLIFailure(.failure, "demo runs on its own")
         }
@@ -62,40 +64,43 @@ enum CommandRunner {
 /// that does not wind down within the grace period, or a second signal,
 /// exits 3 at once (the terminal's echo restored): SQLite's transactions
 /// keep the state whole either way.
-final class SignalCancellation: @unchecked Sendable {
-    // @unchecked Sendable: `signalled` and `cancel` are guarded by `lock`;
-    // `sources` is only set in init.
-    private let lock = NSLock()
-    private var signalled = false
-    private var cancel: (@Sendable () -> Void)?
-    private var sources: [any DispatchSourceSignal] = []
+final class SignalCancellation: Sendable {
+    private struct State {
+        var signalled = false
+        var cancel: (@Sendable () -> Void)?
+    }
+
+    private let state = Mutex(State())
+    /// Kept only to keep the sources alive; never changed after init.
+    nonisolated(unsafe) private let sources: [any DispatchSourceSignal]
 
     init() {
-        for number in [SIGINT, SIGTERM] {
+        sources = [SIGINT, SIGTERM].map { number in
             signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            return DispatchSource.makeSignalSource(signal: number, queue: .global())
+        }
+        for source in sources {
             source.setEventHandler { [self] in received() }
             source.resume()
-            sources.append(source)
         }
     }
 
     /// What a signal does: `cancel` runs on the first signal, or at once if
     /// one already came.
     func onSignal(_ cancel: @escaping @Sendable () -> Void) {
-        let already = lock.withLock { () -> Bool in
-            self.cancel = cancel
-            return signalled
+        let already = state.withLock { state -> Bool in
+            state.cancel = cancel
+            return state.signalled
         }
         if already { cancel() }
     }
 
-    var wasSignalled: Bool { lock.withLock { signalled } }
+    var wasSignalled: Bool { state.withLock { $0.signalled } }
 
     private func received() {
-        let (again, cancel) = lock.withLock { () -> (Bool, (@Sendable () -> Void)?) in
-            defer { signalled = true }
-            return (signalled, self.cancel)
+        let (again, cancel) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
+            defer { state.signalled = true }
+            return (state.signalled, state.cancel)
         }
         if again { Self.exitNow() }
         cancel?()
@@ -103,7 +108,7 @@ final class SignalCancellation: @unchecked Sendable {
     }
 
     private static func exitNow() {
-        Terminal.restoreEcho()
+        TerminalInteraction.restoreTerminal()
         exit(ExitCode.cancelled.rawValue)
     }
 }

@@ -1,29 +1,19 @@
 import Foundation
 import Touchstone
 import TouchstoneCommandLine
-import TouchstoneVault
 
 /// add, get, update, delete, list: the Keychain from the command line.
 extension Session {
-    func add(service: String, account: String, access spec: AccessSpec, label: String?, comment: String?) throws {
-        let access: AccessControl
-        do { access = try AccessControl(spec: spec.description) } catch {
-            throw CLIFailure(.usage, "invalid --access \(spec.description): \(error)")
-        }
+    func add(service: String, account: String, access: AccessControl, label: String?, comment: String?) async throws {
         let secret = try SecretInput.readStandardInput()
-        let device = try openDevice()
-        try translating {
-            try device.keychain.add(secret, service: service, account: account, label: label, comment: comment, access: access)
-        }
+        try await openDevice().keychain.add(secret, service: service, account: account, label: label,
+                                            comment: comment, access: access)
     }
 
     func get(service: String, account: String, reason: String?) async throws {
-        let device = try openDevice()
-        let context = makeContext(device)
-        let secret = try await translatingAsync {
-            try await device.keychain.get(service: service, account: account, context: context,
-                                          reason: reason ?? "touchstone get: read the secret of \(service) / \(account)")
-        }
+        let device = try await openDevice()
+        let secret = try await device.keychain.get(service: service, account: account, context: makeContext(device),
+                                                   reason: reason ?? "touchstone get: read the secret of \(service) / \(account)")
         try Task.checkCancellation()  // a signal just now: write nothing
         guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {
             throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
@@ -32,22 +22,17 @@ extension Session {
 
     func update(service: String, account: String) async throws {
         let secret = try SecretInput.readStandardInput()
-        let device = try openDevice()
-        let context = makeContext(device)
-        try await translatingAsync {
-            try await device.keychain.update(secret, service: service, account: account, context: context,
-                                             reason: "touchstone update: replace the secret of \(service) / \(account)")
-        }
+        let device = try await openDevice()
+        try await device.keychain.update(secret, service: service, account: account, context: makeContext(device),
+                                         reason: "touchstone update: replace the secret of \(service) / \(account)")
     }
 
-    func delete(service: String, account: String) throws {
-        let device = try openDevice()
-        try translating { try device.keychain.delete(service: service, account: account) }
+    func delete(service: String, account: String) async throws {
+        try await openDevice().keychain.delete(service: service, account: account)
     }
 
-    func list(service: String?) throws {
-        let device = try openDevice()
-        let items = try translating { try device.keychain.items(service: service) }
+    func list(service: String?) async throws {
+        let items = try await openDevice().keychain.items(service: service)
         let entries = items.map(ListEntry.init)
         if options.json {
             try Output.json(entries)

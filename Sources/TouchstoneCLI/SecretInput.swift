@@ -1,12 +1,11 @@
 import Foundation
 import Touchstone
-import TouchstoneVault
 
 /// The secret of `add` and `update`: every byte of stdin up to EOF, 1 byte
 /// to 1 MiB. Read straight into wiped memory; refused before anything is
 /// stored when empty or too long.
 enum SecretInput {
-    static let maximumSize = Vault.maximumSecretSize
+    static let maximumSize = Keychain.maximumSecretSize
 
     static func readStandardInput() throws -> SecureBytes {
         if isatty(0) == 1 {

@@ -1,6 +1,7 @@
-// The touchstone command (../shared/cli-contract.md): TouchstoneCommandLine
-// parses; CommandRunner runs the command against the Touchstone library.
+// The touchstone command (docs/cli.md): TouchstoneCommandLine parses;
+// CommandRunner runs the command against the Touchstone library.
 import Foundation
+import Touchstone
 import TouchstoneCommandLine
 
 // Files and sockets this process (and the swtpm it starts) creates are
@@ -18,7 +19,13 @@ case .usageError(let message, let usage):
     Output.progress("usage: \(usage)")
     exit(ExitCode.usage.rawValue)
 case .run(.demo, _):
-    exit(await BackendDemo.run())
+    do {
+        try await BackendWalkthrough.run { Output.result($0) }
+        exit(ExitCode.success.rawValue)
+    } catch {
+        Output.error("\(error)")
+        exit(ExitCode.failure.rawValue)
+    }
 case .run(let command, let options):
     let code = await CommandRunner.run(command, options)
     TestHooks.stopBeforeExitIfAsked()

@@ -8,7 +8,7 @@ public enum Command: Sendable, Hashable {
     /// `passcode set|change|remove`.
     case passcode(PasscodeAction)
     /// `enroll [FINGER]`.
-    case enroll(FingerName)
+    case enroll(Finger)
     /// `unenroll FINGER` or `unenroll --all`.
     case unenroll(UnenrollTarget)
     /// `fingers`: the enrolled fingers.
@@ -17,7 +17,7 @@ public enum Command: Sendable, Hashable {
     case verify(allowPasscode: Bool)
     /// `add SERVICE ACCOUNT [--access SPEC] [--label T] [--comment T]`; the
     /// secret comes from stdin. `label` and `comment` are nil when not given.
-    case add(service: String, account: String, access: AccessSpec, label: String?, comment: String?)
+    case add(service: String, account: String, access: AccessControl, label: String?, comment: String?)
     /// `get SERVICE ACCOUNT [--reason TEXT]`; `reason` is nil when not given.
     case get(service: String, account: String, reason: String?)
     /// `update SERVICE ACCOUNT`; the new secret comes from stdin.
@@ -44,7 +44,7 @@ public enum Command: Sendable, Hashable {
     /// Which fingers `unenroll` removes.
     public enum UnenrollTarget: Sendable, Hashable {
         /// One finger.
-        case finger(FingerName)
+        case finger(Finger)
         /// Every enrolled finger (`--all`).
         case all
     }

@@ -115,10 +115,10 @@ enum CommandTable {
         arguments: itemArguments,
         options: [Option.access, Option.label, Option.comment],
         make: { invocation throws(UsageError) in
-            var access = AccessSpec.default
+            var access = AccessControl.userPresence
             if let spec = invocation.value(Option.access) {
-                do throws(AccessSpecError) {
-                    access = try AccessSpec(parsing: spec)
+                do throws(AccessControlSyntaxError) {
+                    access = try AccessControl(parsing: spec)
                 } catch {
                     throw UsageError("invalid \(Option.access.name) \(Quote.value(spec)): \(error.description)")
                 }
@@ -261,7 +261,7 @@ enum CommandTable {
 
     /// The commands' positional arguments, each declared once.
     private enum Argument {
-        static let finger = ArgumentDescription(name: "finger", help: "The finger, by fprintd's name: \(FingerName.allNames).", isOptional: true)
+        static let finger = ArgumentDescription(name: "finger", help: "The finger, by fprintd's name: \(Finger.allNames).", isOptional: true)
         static let service = ArgumentDescription(name: "service", help: "The service the item belongs to (at most 1024 bytes, no control characters).")
         static let account = ArgumentDescription(name: "account", help: "The account within the service (at most 1024 bytes, no control characters).")
         static let id = ArgumentDescription(name: "id", help: "The simulated finger (at most 1024 bytes, no control characters).")
@@ -273,10 +273,10 @@ enum CommandTable {
     // MARK: Helpers
 
     /// A FINGER argument, or nil when it was left out.
-    private static func finger(_ value: String?) throws(UsageError) -> FingerName? {
+    private static func finger(_ value: String?) throws(UsageError) -> Finger? {
         guard let value else { return nil }
-        guard let finger = FingerName(rawValue: value) else {
-            throw UsageError("unknown finger \(Quote.value(value)); use one of: \(FingerName.allNames)")
+        guard let finger = Finger(fprintdName: value) else {
+            throw UsageError("unknown finger \(Quote.value(value)); use one of: \(Finger.allNames)")
         }
         return finger
     }

@@ -1,23 +1,5 @@
-/// Quoting of user input inside messages, so that an error never prints
-/// terminal escapes, invisible text or a megabyte of argument back.
+/// User input inside usage errors: in quotes, unsafe characters escaped,
+/// cut after a few dozen characters (TouchstoneModel's SafeText).
 enum Quote {
-    /// How many characters of a value a message shows.
-    static let shownCharacters = 48
-
-    /// `value` in single quotes, with control, bidirectional and
-    /// replacement characters written as `\u{XXXX}`, cut after
-    /// `shownCharacters` characters with `...` added.
-    static func value(_ value: String) -> String {
-        var shown = ""
-        var count = 0
-        for scalar in value.unicodeScalars {
-            if count == shownCharacters {
-                shown += "..."
-                break
-            }
-            shown += TextRules.isUnsafe(scalar) ? "\\u{\(TextRules.hex(scalar))}" : String(scalar)
-            count += 1
-        }
-        return "'\(shown)'"
-    }
+    static func value(_ value: String) -> String { SafeText.quoted(value) }
 }

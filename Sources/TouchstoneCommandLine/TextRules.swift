@@ -43,16 +43,8 @@ enum TextRules {
     }
 
     /// Whether the scalar is one of the refused ones (see the type's comment).
-    static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F, 0x202A...0x202E, 0x2066...0x2069, 0xFFFD: true
-        default: false
-        }
-    }
+    static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool { SafeText.isUnsafe(scalar) }
 
     /// The scalar's code point in upper-case hex, at least four digits.
-    static func hex(_ scalar: Unicode.Scalar) -> String {
-        let digits = String(scalar.value, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
-    }
+    static func hex(_ scalar: Unicode.Scalar) -> String { SafeText.hex(scalar) }
 }

@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 import TouchstoneSecure
 
 /// The enrolment-set domain state: Touchstone's analogue of
@@ -10,13 +10,13 @@ import TouchstoneSecure
 /// 32-byte random epoch drawn anew at every enrolment change. The epoch makes
 /// the value fresh after every change, so a finger removed and enrolled again
 /// (even with identical data) never brings an old value back.
-public enum DomainState {
+package enum DomainState {
     /// Bytes in a domain state.
-    public static let length = 32
+    package static let length = 32
     static let label = Array("touchstone.fingerprint.domain-state.v1".utf8)
 
     /// Computes the domain state.
-    public static func compute(reader: ReaderIdentity, prints: [EnrolledPrint], epoch: SecureBytes) -> SecureBytes {
+    package static func compute(reader: ReaderIdentity, prints: [EnrolledPrint], epoch: SecureBytes) -> SecureBytes {
         precondition(epoch.count == 32, "the epoch is 32 bytes")
         ensureSodium()
         var input: [UInt8] = []

@@ -3,21 +3,21 @@
 ///
 /// The data is a fingerprint template: personal data, not a key. It is never
 /// logged and `description` does not show it.
-public struct EnrolledPrint: Sendable, Hashable, CustomStringConvertible {
+package struct EnrolledPrint: Sendable, Hashable, CustomStringConvertible {
     /// Which finger.
-    public let finger: Finger
+    package let finger: Finger
     /// Which reader produced it.
-    public let reader: ReaderIdentity
+    package let reader: ReaderIdentity
     /// The serialized print, opaque to Touchstone.
-    public let data: [UInt8]
+    package let data: [UInt8]
 
-    public init(finger: Finger, reader: ReaderIdentity, data: [UInt8]) {
+    package init(finger: Finger, reader: ReaderIdentity, data: [UInt8]) {
         self.finger = finger
         self.reader = reader
         self.data = data
     }
 
-    public var description: String {
+    package var description: String {
         "EnrolledPrint(\(finger.fprintdName) on \(reader), \(data.count) bytes)"
     }
 }

@@ -6,7 +6,7 @@ import TouchstoneSecure
 ///
 /// Errors thrown are `FingerprintError`: `.notEnrolled`, `.corruptRecord`
 /// (naming the finger) or `.storage`.
-public protocol EnrollmentStore: Sendable {
+package protocol EnrollmentStore: Sendable {
     /// Fingers with a record for `user` on `reader`, sorted, readable or
     /// not (a corrupt record still occupies its finger).
     func fingers(user: String, reader: ReaderIdentity) throws -> [Finger]

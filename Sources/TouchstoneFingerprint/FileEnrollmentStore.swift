@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 import Foundation
 import Glibc
 import TouchstoneSecure
@@ -14,9 +14,9 @@ import TouchstoneSecure
 ///
 /// Path components are escaped (anything outside `[A-Za-z0-9_-]` becomes
 /// `%XX`), so user names and device ids cannot leave the root.
-public final class FileEnrollmentStore: EnrollmentStore {
+package final class FileEnrollmentStore: EnrollmentStore {
     /// The state directory given by the caller.
-    public let root: URL
+    package let root: URL
     private let lock = NSLock()
 
     /// Record layout: magic, 32-byte checksum, print data.
@@ -26,12 +26,12 @@ public final class FileEnrollmentStore: EnrollmentStore {
 
     /// A store rooted at `root` (created 0700 if missing; on a read-only
     /// file system a missing root is an empty store).
-    public init(root: URL) throws {
+    package init(root: URL) throws {
         self.root = root
         try Self.makeDirectory(root.path)
     }
 
-    public func fingers(user: String, reader: ReaderIdentity) throws -> [Finger] {
+    package func fingers(user: String, reader: ReaderIdentity) throws -> [Finger] {
         let dir = directory(user: user, reader: reader)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
         return names.compactMap { name -> Finger? in
@@ -40,7 +40,7 @@ public final class FileEnrollmentStore: EnrollmentStore {
         }.sorted()
     }
 
-    public func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws -> EnrolledPrint {
+    package func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws -> EnrolledPrint {
         let path = recordPath(finger, user: user, reader: reader)
         let bytes: [UInt8]
         do {
@@ -64,7 +64,7 @@ public final class FileEnrollmentStore: EnrollmentStore {
         return EnrolledPrint(finger: finger, reader: reader, data: data)
     }
 
-    public func save(_ print: EnrolledPrint, user: String) throws {
+    package func save(_ print: EnrolledPrint, user: String) throws {
         guard !print.data.isEmpty else {
             throw FingerprintError.invalidPrint(finger: print.finger, reason: "the print data is empty")
         }
@@ -76,7 +76,7 @@ public final class FileEnrollmentStore: EnrollmentStore {
         }
     }
 
-    public func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws {
+    package func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws {
         let path = recordPath(finger, user: user, reader: reader)
         try lock.withLock {
             guard unlink(path) == 0 else {
@@ -87,7 +87,7 @@ public final class FileEnrollmentStore: EnrollmentStore {
         }
     }
 
-    public func epoch(user: String, reader: ReaderIdentity) throws -> SecureBytes? {
+    package func epoch(user: String, reader: ReaderIdentity) throws -> SecureBytes? {
         let path = directory(user: user, reader: reader).appendingPathComponent("epoch").path
         var bytes: [UInt8]
         do {
@@ -104,7 +104,7 @@ public final class FileEnrollmentStore: EnrollmentStore {
         return SecureBytes(consuming: &bytes)
     }
 
-    public func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws {
+    package func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws {
         precondition(epoch.count == Self.epochLength, "an epoch is \(Self.epochLength) bytes")
         let dir = directory(user: user, reader: reader)
         var bytes = epoch.withUnsafeBytes { Array($0) }

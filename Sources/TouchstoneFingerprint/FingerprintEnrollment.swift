@@ -6,13 +6,13 @@ import TouchstoneSecure
 ///
 /// Checking the passcode before an enrolment change is the caller's job
 /// (biometry requires a passcode, as on iOS).
-public final class FingerprintEnrollment: Sendable {
-    public let backend: any FingerprintReader
-    public let store: any EnrollmentStore
-    public let user: String
-    public let reader: ReaderInfo
+package final class FingerprintEnrollment: Sendable {
+    package let backend: any FingerprintReader
+    package let store: any EnrollmentStore
+    package let user: String
+    package let reader: ReaderInfo
 
-    public init(backend: any FingerprintReader, store: any EnrollmentStore, user: String, reader: ReaderInfo) {
+    package init(backend: any FingerprintReader, store: any EnrollmentStore, user: String, reader: ReaderInfo) {
         self.backend = backend
         self.store = store
         self.user = user
@@ -20,7 +20,7 @@ public final class FingerprintEnrollment: Sendable {
     }
 
     /// The enrolled fingers, sorted by fprintd name.
-    public func enrolledFingers() throws -> [Finger] {
+    package func enrolledFingers() throws -> [Finger] {
         try store.fingers(user: user, reader: reader.identity)
     }
 
@@ -31,7 +31,7 @@ public final class FingerprintEnrollment: Sendable {
     /// refuse the same finger as a duplicate), so a failure then leaves the
     /// finger not enrolled.
     @discardableResult
-    public func enroll(_ finger: Finger, timeout: Duration = FingerprintTimeout.enrollTouch,
+    package func enroll(_ finger: Finger, timeout: Duration = FingerprintTimeout.enrollTouch,
                        events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint {
         if reader.storesPrintsOnDevice, try enrolledFingers().contains(finger) {
             try await remove(finger)
@@ -46,7 +46,7 @@ public final class FingerprintEnrollment: Sendable {
     }
 
     /// Removes `finger` (from the reader too, on match-on-chip readers).
-    public func remove(_ finger: Finger) async throws {
+    package func remove(_ finger: Finger) async throws {
         guard try enrolledFingers().contains(finger) else { throw FingerprintError.notEnrolled(finger) }
         if reader.storesPrintsOnDevice, let print = try? store.load(finger, user: user, reader: reader.identity) {
             try await deleteFromDevice(print)
@@ -57,7 +57,7 @@ public final class FingerprintEnrollment: Sendable {
 
     /// Waits for a touch of `finger`: `true` on a match. A corrupt record
     /// throws `corruptRecord` naming the finger.
-    public func verify(_ finger: Finger, timeout: Duration = FingerprintTimeout.touch,
+    package func verify(_ finger: Finger, timeout: Duration = FingerprintTimeout.touch,
                        events: @escaping ScanEventHandler = { _ in }) async throws -> Bool {
         let print = try store.load(finger, user: user, reader: reader.identity)
         return try await backend.verify(print, timeout: timeout, events: events)
@@ -68,7 +68,7 @@ public final class FingerprintEnrollment: Sendable {
     /// verify against the first readable finger and compare the scan with
     /// the rest (see `LibfprintReader.verifyAny`). Unreadable records
     /// are skipped while at least one finger is readable.
-    public func verifyAny(timeout: Duration = FingerprintTimeout.touch,
+    package func verifyAny(timeout: Duration = FingerprintTimeout.touch,
                           events: @escaping ScanEventHandler = { _ in }) async throws -> Finger? {
         var prints: [EnrolledPrint] = []
         var firstFailure: (any Error)?
@@ -90,7 +90,7 @@ public final class FingerprintEnrollment: Sendable {
     /// Reading never changes it. A corrupt record makes it unavailable
     /// (throws `corruptRecord`): better no value than one for a set that
     /// cannot be checked.
-    public func domainState() throws -> SecureBytes? {
+    package func domainState() throws -> SecureBytes? {
         guard let epoch = try store.epoch(user: user, reader: reader.identity) else { return nil }
         let prints = try enrolledFingers().map { try store.load($0, user: user, reader: reader.identity) }
         return DomainState.compute(reader: reader.identity, prints: prints, epoch: epoch)

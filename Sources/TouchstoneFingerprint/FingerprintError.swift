@@ -1,7 +1,7 @@
 /// Why a fingerprint operation failed. Retry prompts are not errors (they are
 /// `ScanEvent.retry`), and neither is a non-matching finger (verify returns
 /// `false`, identify returns `nil`).
-public enum FingerprintError: Error, Sendable, Hashable, CustomStringConvertible {
+package enum FingerprintError: Error, Sendable, Hashable, CustomStringConvertible {
     /// No reader with this identity is attached (or it was unplugged and is
     /// gone from libfprint's list).
     case readerNotFound(ReaderIdentity)
@@ -48,7 +48,7 @@ public enum FingerprintError: Error, Sendable, Hashable, CustomStringConvertible
     /// The enrolment store could not be read or written.
     case storage(reason: String)
 
-    public var description: String {
+    package var description: String {
         switch self {
         case .readerNotFound(let id): "fingerprint reader \(id) not found"
         case .notAvailable(let reason): "fingerprint reader not available: \(reason)"

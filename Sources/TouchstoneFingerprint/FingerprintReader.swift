@@ -9,7 +9,7 @@
 /// it then throws `FingerprintError.cancelled` and the reader stays usable.
 /// Retry prompts arrive as `ScanEvent.retry` through `events` while the
 /// operation goes on. All errors thrown are `FingerprintError`.
-public protocol FingerprintReader: Sendable {
+package protocol FingerprintReader: Sendable {
     /// The readers present now.
     func readers() async throws -> [ReaderInfo]
 
@@ -45,48 +45,48 @@ public protocol FingerprintReader: Sendable {
 }
 
 /// Default timeouts.
-public enum FingerprintTimeout {
+package enum FingerprintTimeout {
     /// How long to wait for a touch during verify or identify.
-    public static let touch: Duration = .seconds(30)
+    package static let touch: Duration = .seconds(30)
     /// How long to wait for each touch during enrolment.
-    public static let enrollTouch: Duration = .seconds(60)
+    package static let enrollTouch: Duration = .seconds(60)
     /// How long a storage command (list, delete) may take.
-    public static let storage: Duration = .seconds(10)
+    package static let storage: Duration = .seconds(10)
 }
 
 extension FingerprintReader {
     /// `enroll` with the default per-touch timeout and no event handler.
-    public func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
+    package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
                        events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint {
         try await enroll(finger, username: username, on: reader,
                          timeout: FingerprintTimeout.enrollTouch, events: events)
     }
 
     /// `verify` with the default timeout.
-    public func verify(_ print: EnrolledPrint,
+    package func verify(_ print: EnrolledPrint,
                        events: @escaping ScanEventHandler = { _ in }) async throws -> Bool {
         try await verify(print, timeout: FingerprintTimeout.touch, events: events)
     }
 
     /// `identify` with the default timeout.
-    public func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity,
+    package func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity,
                          events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint? {
         try await identify(among: prints, on: reader, timeout: FingerprintTimeout.touch, events: events)
     }
 
     /// `devicePrints` with the default timeout.
-    public func devicePrints(on reader: ReaderIdentity) async throws -> [DevicePrint] {
+    package func devicePrints(on reader: ReaderIdentity) async throws -> [DevicePrint] {
         try await devicePrints(on: reader, timeout: FingerprintTimeout.storage)
     }
 
     /// `deleteDevicePrint` with the default timeout.
-    public func deleteDevicePrint(_ print: DevicePrint) async throws {
+    package func deleteDevicePrint(_ print: DevicePrint) async throws {
         try await deleteDevicePrint(print, timeout: FingerprintTimeout.storage)
     }
 }
 
 extension FingerprintReader {
-    public func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
+    package func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
                           events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
         guard let first = prints.first else { return nil }
         return try await verify(first, timeout: timeout, events: events) ? first : nil

@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 
 /// Carries a Swift closure through a C `gpointer` for one GAsyncReadyCallback.
 /// Retained when handed to libfprint, released when the callback runs.

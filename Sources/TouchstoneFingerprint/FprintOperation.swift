@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 
 /// One libfprint operation in flight: its GCancellable, its timeout and the
 /// continuation of the Swift task waiting for it.

@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 
 /// The libfprint calls behind each `LibfprintReader` operation. Every
 /// function runs on the libfprint thread and ends `operation` exactly once,

@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 import Glibc
 
 /// One libfprint context (`FpContext`) and the devices it found, for one

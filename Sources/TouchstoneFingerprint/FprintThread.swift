@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 import Foundation
 
 /// The one thread in the process that runs libfprint.

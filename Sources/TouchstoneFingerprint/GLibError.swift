@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 import Foundation
 
 /// A GError copied into Swift: its domain, code and message, kept raw so the

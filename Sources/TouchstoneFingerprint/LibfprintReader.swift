@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 
 /// The `FingerprintReader` over libfprint: real USB/SPI readers and, when
 /// configured, libfprint's virtual readers.
@@ -8,18 +8,18 @@ import CFPrint
 /// libfprint context, created and enumerated on first use. Readers are opened
 /// on first use and stay open (claimed) until `close()` or until the instance
 /// is released, so fprintd cannot use them meanwhile.
-public final class LibfprintReader: FingerprintReader {
+package final class LibfprintReader: FingerprintReader {
     /// Which of libfprint's virtual readers to create, with the socket each
     /// one listens on while it is open (libfprint's own test protocol).
-    public struct VirtualReaders: Sendable, Hashable {
+    package struct VirtualReaders: Sendable, Hashable {
         /// `virtual_device`: host-side matching, verify only
         /// (FP_VIRTUAL_DEVICE).
-        public var device: String?
+        package var device: String?
         /// `virtual_device_storage`: match-on-chip style with identify, list
         /// and delete (FP_VIRTUAL_DEVICE_STORAGE).
-        public var storage: String?
+        package var storage: String?
 
-        public init(device: String? = nil, storage: String? = nil) {
+        package init(device: String? = nil, storage: String? = nil) {
             self.device = device
             self.storage = storage
         }
@@ -37,7 +37,7 @@ public final class LibfprintReader: FingerprintReader {
 
     /// A backend for the readers attached to this machine, plus the virtual
     /// readers in `virtualReaders`, if any.
-    public init(virtualReaders: VirtualReaders = VirtualReaders()) {
+    package init(virtualReaders: VirtualReaders = VirtualReaders()) {
         session = FprintSession(environment: virtualReaders.environment)
     }
 
@@ -48,7 +48,7 @@ public final class LibfprintReader: FingerprintReader {
 
     /// Releases every reader this instance opened (fprintd can then use
     /// them). Later calls open them again.
-    public func close() async {
+    package func close() async {
         let session = session
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             thread.submit { session.closeAll { continuation.resume() } }
@@ -58,20 +58,20 @@ public final class LibfprintReader: FingerprintReader {
     /// Opens (claims) `reader` now instead of at its first operation, so a
     /// busy reader is reported early; virtual readers start listening on
     /// their socket when opened.
-    public func open(_ reader: ReaderIdentity, timeout: Duration = FingerprintTimeout.storage) async throws {
+    package func open(_ reader: ReaderIdentity, timeout: Duration = FingerprintTimeout.storage) async throws {
         _ = try await run(on: reader, timeout: timeout, events: { _ in }) { operation, _ in
             operation.succeed(.done)
         }
     }
 
-    public func readers() async throws -> [ReaderInfo] {
+    package func readers() async throws -> [ReaderInfo] {
         let session = session
         return await withCheckedContinuation { continuation in
             thread.submit { continuation.resume(returning: session.devices().map(FprintSession.info(of:))) }
         }
     }
 
-    public func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
+    package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
                        timeout: Duration, events: @escaping ScanEventHandler) async throws -> EnrolledPrint {
         let outcome = try await run(on: reader, timeout: timeout, events: events) { operation, device in
             FprintRequests.enroll(finger, username: username, on: device, operation: operation)
@@ -80,7 +80,7 @@ public final class LibfprintReader: FingerprintReader {
         return print
     }
 
-    public func verify(_ print: EnrolledPrint, timeout: Duration,
+    package func verify(_ print: EnrolledPrint, timeout: Duration,
                        events: @escaping ScanEventHandler) async throws -> Bool {
         let outcome = try await run(on: print.reader, timeout: timeout, events: events) { operation, device in
             FprintRequests.verify(print, on: device, operation: operation)
@@ -95,7 +95,7 @@ public final class LibfprintReader: FingerprintReader {
     /// finger id, so any enrolled finger matches; a real reader's scan never
     /// equals a stored print byte for byte, so there only the first print
     /// can match, as with fprintd on such readers.
-    public func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
+    package func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
                           events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
         guard let first = prints.first else { return nil }
         if let stranger = prints.first(where: { $0.reader != first.reader }) {
@@ -108,7 +108,7 @@ public final class LibfprintReader: FingerprintReader {
         return index.map { prints[$0] }
     }
 
-    public func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity, timeout: Duration,
+    package func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity, timeout: Duration,
                          events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
         if let stranger = prints.first(where: { $0.reader != reader }) {
             throw FingerprintError.wrongReader(expected: reader, actual: stranger.reader)
@@ -120,7 +120,7 @@ public final class LibfprintReader: FingerprintReader {
         return index.map { prints[$0] }
     }
 
-    public func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws -> [DevicePrint] {
+    package func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws -> [DevicePrint] {
         let outcome = try await run(on: reader, timeout: timeout, events: { _ in }) { operation, device in
             FprintRequests.list(on: device, operation: operation)
         }
@@ -128,7 +128,7 @@ public final class LibfprintReader: FingerprintReader {
         return prints
     }
 
-    public func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws {
+    package func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws {
         _ = try await run(on: print.reader, timeout: timeout, events: { _ in }) { operation, device in
             FprintRequests.delete(print, on: device, operation: operation)
         }

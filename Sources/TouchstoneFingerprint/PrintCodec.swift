@@ -1,4 +1,4 @@
-import CFPrint
+internal import CFPrint
 
 /// Moves prints between libfprint's `FpPrint` and bytes. Runs on the
 /// libfprint thread.

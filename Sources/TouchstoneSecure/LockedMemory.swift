@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 import Glibc
 
 /// Memory for `SecureBytes`: locked in RAM (never swapped) and left out of

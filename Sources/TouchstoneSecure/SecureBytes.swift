@@ -1,4 +1,5 @@
-import CSodium
+internal import CSodium
+import FoundationEssentials
 
 /// libsodium must be initialised once before any of its functions are used.
 /// A global `let` is initialised lazily and exactly once, from any thread.
@@ -7,7 +8,7 @@ private let sodiumReady: Bool = sodium_init() >= 0
 /// Ensures libsodium is initialised; traps if it cannot be (no entropy source),
 /// since nothing in Touchstone is safe without it.
 @inline(__always)
-public func ensureSodium() {
+package func ensureSodium() {
     precondition(sodiumReady, "libsodium could not be initialised")
 }
 
@@ -18,26 +19,29 @@ public func ensureSodium() {
 ///   dumps (MADV_DONTDUMP); see `LockedMemory`.
 /// - `deinit` wipes the whole buffer and gives it back.
 /// - Equality is constant-time (`sodium_memcmp`).
-/// - The bytes are reachable only through `withUnsafeBytes`, so callers
-///   cannot make an untracked copy by accident.
-public final class SecureBytes: @unchecked Sendable {
+/// - The bytes are reachable only through `withUnsafeBytes` (it is
+///   `ContiguousBytes`), so callers cannot make an untracked copy by accident.
+///
+/// Secrets come in as `some ContiguousBytes` (`Data`, `[UInt8]`, another
+/// `SecureBytes`) and are copied in: the caller's copy is the caller's to
+/// wipe. `init(count:initializingWith:)` writes a new buffer in place.
+public final class SecureBytes: @unchecked Sendable, ContiguousBytes {
     // @unchecked Sendable: the storage is written only during initialisation
-    // (or through `withUnsafeMutableBytes` by its single owner before it is
-    // shared); every later access is a read.
-    // Internal, not private: the accessors below are inlinable (a vault read
-    // calls them a dozen times; across the module boundary each call was
-    // an unspecialised generic call).
+    // (or through the package's `withUnsafeMutableBytes` by its single owner
+    // before it is shared); every later access is a read.
+    // Internal, not private: the accessors below are inlinable, so the
+    // other modules' calls are specialised rather than generic.
     @usableFromInline let base: UnsafeMutableRawPointer
     /// Where `base` came from, to give it back.
     private let allocation: LockedMemory.Allocation
     public let count: Int
     /// Whether mlock succeeded (reported for the memory-hygiene tests).
-    public let isLocked: Bool
+    package let isLocked: Bool
 
     @inlinable var storage: UnsafeMutableRawBufferPointer { .init(start: base, count: count) }
 
     /// A zero-filled buffer of `count` bytes.
-    public init(count: Int) {
+    package init(count: Int) {
         ensureSodium()
         precondition(count >= 0)
         self.count = count
@@ -46,8 +50,22 @@ public final class SecureBytes: @unchecked Sendable {
         isLocked = allocation.isLocked
     }
 
+    /// A buffer of `count` bytes that `body` writes (it starts zeroed).
+    /// If `body` throws, the buffer is wiped and the error passed on.
+    public convenience init<E: Error>(count: Int, initializingWith body: (UnsafeMutableRawBufferPointer) throws(E) -> Void) throws(E) {
+        self.init(count: count)
+        try body(storage)
+    }
+
     /// A copy of `bytes`. The caller stays responsible for wiping its source.
-    public convenience init(copying bytes: UnsafeRawBufferPointer) {
+    public convenience init(copying bytes: some ContiguousBytes) {
+        self.init(count: bytes.withUnsafeBytes { $0.count })
+        bytes.withUnsafeBytes { if $0.count > 0 { storage.copyMemory(from: $0) } }
+    }
+
+    /// `init(copying:)` for a raw buffer, without the generic call (the
+    /// vault's read path makes several).
+    package convenience init(copying bytes: UnsafeRawBufferPointer) {
         self.init(count: bytes.count)
         if bytes.count > 0 {
             storage.copyMemory(from: bytes)
@@ -84,12 +102,12 @@ public final class SecureBytes: @unchecked Sendable {
     }
 
     @inlinable
-    public func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
+    package func withUnsafeMutableBytes<R>(_ body: (UnsafeMutableRawBufferPointer) throws -> R) rethrows -> R {
         try body(storage)
     }
 
     /// A new buffer holding `self` followed by `other`.
-    public func appending(_ other: SecureBytes) -> SecureBytes {
+    package func appending(_ other: SecureBytes) -> SecureBytes {
         let out = SecureBytes(count: count + other.count)
         out.withUnsafeMutableBytes { dst in
             if count > 0 { dst.baseAddress!.copyMemory(from: base, byteCount: count) }
@@ -120,6 +138,6 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
 }
 
 /// Wipes a byte array in place (for transient buffers that had to be arrays).
-public func secureWipe(_ array: inout [UInt8]) {
+package func secureWipe(_ array: inout [UInt8]) {
     array.withUnsafeMutableBytes { if $0.count > 0 { sodium_memzero($0.baseAddress, $0.count) } }
 }

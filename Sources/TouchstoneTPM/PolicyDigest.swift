@@ -1,5 +1,5 @@
-import CSodium
-import CTSS2
+internal import CSodium
+internal import CTSS2
 import TouchstoneSecure
 
 /// TPM policy digests computed in software (TPM 2.0 Part 3, each policy
@@ -7,19 +7,19 @@ import TouchstoneSecure
 ///
 /// The seal path computes the authPolicy here instead of running a trial
 /// session on the TPM; a test checks these against tpm2-tools' trial sessions.
-public struct PolicyDigest: Equatable, Sendable, CustomStringConvertible {
-    public static let size = 32
-    public private(set) var bytes: [UInt8]
+package struct PolicyDigest: Equatable, Sendable, CustomStringConvertible {
+    package static let size = 32
+    package private(set) var bytes: [UInt8]
 
     /// The empty policy: 32 zero bytes.
-    public init() { bytes = [UInt8](repeating: 0, count: Self.size) }
+    package init() { bytes = [UInt8](repeating: 0, count: Self.size) }
 
-    public init(bytes: [UInt8]) {
+    package init(bytes: [UInt8]) {
         precondition(bytes.count == Self.size, "a SHA-256 policy digest is 32 bytes")
         self.bytes = bytes
     }
 
-    public var description: String { bytes.map { String(format2: $0) }.joined() }
+    package var description: String { bytes.map { String(format2: $0) }.joined() }
 
     static func sha256(_ data: [UInt8]) -> [UInt8] {
         ensureSodium()
@@ -37,17 +37,17 @@ public struct PolicyDigest: Equatable, Sendable, CustomStringConvertible {
     }
 
     /// TPM2_PolicyAuthValue.
-    public mutating func policyAuthValue() { extend(ts_CC_PolicyAuthValue, []) }
+    package mutating func policyAuthValue() { extend(ts_CC_PolicyAuthValue, []) }
 
     /// TPM2_PolicyCommandCode(code).
-    public mutating func policyCommandCode(_ code: UInt32) {
+    package mutating func policyCommandCode(_ code: UInt32) {
         var w = ByteWriter(); w.u32(code)
         extend(ts_CC_PolicyCommandCode, w.bytes)
     }
 
     /// TPM2_PolicyPCR over SHA-256 PCRs `pcrs` whose current values are
     /// `values` (in ascending PCR order).
-    public mutating func policyPCR(pcrs: [Int], values: [[UInt8]]) {
+    package mutating func policyPCR(pcrs: [Int], values: [[UInt8]]) {
         var pcrDigestInput: [UInt8] = []
         for v in values { pcrDigestInput += v }
         extend(ts_CC_PolicyPCR, Self.pcrSelection(pcrs) + Self.sha256(pcrDigestInput))
@@ -55,7 +55,7 @@ public struct PolicyDigest: Equatable, Sendable, CustomStringConvertible {
 
     /// TPM2_PolicyNV(operandB, offset, operation) against the NV index whose
     /// name (nameAlg || H(public), as after its first write) is `nvName`.
-    public mutating func policyNV(operandB: [UInt8], offset: UInt16 = 0, operation: UInt16 = UInt16(ts_EO_EQ),
+    package mutating func policyNV(operandB: [UInt8], offset: UInt16 = 0, operation: UInt16 = UInt16(ts_EO_EQ),
                                   nvName: [UInt8]) {
         var args = ByteWriter()
         args.raw(operandB); args.u16(offset); args.u16(operation)
@@ -64,7 +64,7 @@ public struct PolicyDigest: Equatable, Sendable, CustomStringConvertible {
 
     /// TPM2_PolicyOR over `branches` (2 to 8): the digest is reset to zero,
     /// then extended with the concatenated branch digests.
-    public static func or(_ branches: [PolicyDigest]) -> PolicyDigest {
+    package static func or(_ branches: [PolicyDigest]) -> PolicyDigest {
         precondition((2...8).contains(branches.count), "PolicyOR takes 2 to 8 branches")
         var d = PolicyDigest()
         d.extend(ts_CC_PolicyOR, branches.flatMap(\.bytes))
@@ -93,4 +93,4 @@ extension String {
 }
 
 /// Hex encoding for names and digests in messages and tests.
-public func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format2: $0) }.joined() }
+package func hexString(_ bytes: [UInt8]) -> String { bytes.map { String(format2: $0) }.joined() }

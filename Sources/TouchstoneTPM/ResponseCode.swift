@@ -1,4 +1,4 @@
-import CTSS2
+internal import CTSS2
 
 /// A TSS2 return code with the TPM's format decoded: which layer produced it,
 /// and, for TPM-layer codes, the base error with the handle / session /

@@ -1,18 +1,18 @@
-import CSodium
+internal import CSodium
 import TouchstoneSecure
 
 /// The condition of the biometric branch: the enrolment-state NV index holds
 /// the domain state it held when the key was sealed, and optionally PCR 7
 /// (the Secure Boot policy) is unchanged.
-public struct BiometricCondition: Equatable, Sendable {
+package struct BiometricCondition: Equatable, Sendable {
     /// The enrolment-state NV index handle (0x01xxxxxx).
-    public var nvIndex: UInt32
+    package var nvIndex: UInt32
     /// The 32-byte domain state the index must hold.
-    public var domainState: [UInt8]
+    package var domainState: [UInt8]
     /// Bind PCR 7 as well.
-    public var bindPCR7: Bool
+    package var bindPCR7: Bool
 
-    public init(nvIndex: UInt32, domainState: [UInt8], bindPCR7: Bool = false) {
+    package init(nvIndex: UInt32, domainState: [UInt8], bindPCR7: Bool = false) {
         self.nvIndex = nvIndex
         self.domainState = domainState
         self.bindPCR7 = bindPCR7
@@ -26,27 +26,27 @@ public struct BiometricCondition: Equatable, Sendable {
 /// - passcode only: B
 /// - neither ("device-bound"): PolicyCommandCode(Unseal): any process that
 ///   can use this TPM opens it; the key never leaves this TPM's protection.
-public struct SealPolicy: Equatable, Sendable {
-    public var biometric: BiometricCondition?
-    public var passcode: Bool
+package struct SealPolicy: Equatable, Sendable {
+    package var biometric: BiometricCondition?
+    package var passcode: Bool
 
-    public init(biometric: BiometricCondition?, passcode: Bool) {
+    package init(biometric: BiometricCondition?, passcode: Bool) {
         self.biometric = biometric
         self.passcode = passcode
     }
 
-    public static func biometricOrPasscode(_ condition: BiometricCondition) -> SealPolicy {
+    package static func biometricOrPasscode(_ condition: BiometricCondition) -> SealPolicy {
         SealPolicy(biometric: condition, passcode: true)
     }
-    public static func biometricOnly(_ condition: BiometricCondition) -> SealPolicy {
+    package static func biometricOnly(_ condition: BiometricCondition) -> SealPolicy {
         SealPolicy(biometric: condition, passcode: false)
     }
-    public static let passcodeOnly = SealPolicy(biometric: nil, passcode: true)
-    public static let deviceBound = SealPolicy(biometric: nil, passcode: false)
+    package static let passcodeOnly = SealPolicy(biometric: nil, passcode: true)
+    package static let deviceBound = SealPolicy(biometric: nil, passcode: false)
 }
 
 /// How to open a sealed key.
-public enum UnsealBranch: Sendable {
+package enum UnsealBranch: Sendable {
     /// Branch A: the enrolment state (and PCR 7 if bound) must match.
     case biometric
     /// Branch B: the TPM checks the passcode (PolicyAuthValue, salted session).
@@ -59,14 +59,14 @@ public enum UnsealBranch: Sendable {
 /// under a fixed domain-separation key. It is never compared in software;
 /// only the TPM checks it, under its dictionary-attack protection, so a fast
 /// derivation loses nothing: guessing needs the TPM, which locks out.
-public struct PasscodeAuth: Sendable {
-    public let value: SecureBytes
+package struct PasscodeAuth: Sendable {
+    package let value: SecureBytes
 
-    public static let size = 32
+    package static let size = 32
     private static let domain = Array("touchstone/passcode-auth/v1".utf8)
 
     /// Derives the authValue from the passcode's bytes (UTF-8 as typed).
-    public init(passcode: SecureBytes) {
+    package init(passcode: SecureBytes) {
         ensureSodium()
         let out = SecureBytes(count: Self.size)
         out.withUnsafeMutableBytes { dst in
@@ -84,7 +84,7 @@ public struct PasscodeAuth: Sendable {
 
     /// Convenience for tests and callers that hold the passcode as a String.
     /// The String's own storage cannot be wiped; prefer `init(passcode:)`.
-    public init(passcodeString: String) {
+    package init(passcodeString: String) {
         var bytes = Array(passcodeString.utf8)
         self.init(passcode: SecureBytes(consuming: &bytes))
     }

@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 import TouchstoneSecure
 
 /// A key sealed to the TPM, as stored on disk.
@@ -18,23 +18,23 @@ import TouchstoneSecure
 /// intact but whose storage key is not this TPM's is foreign. The check value
 /// catches an unseal that returned wrong bytes (it reveals nothing of a
 /// 256-bit random key).
-public struct SealedBlob: Equatable, Sendable {
-    public var policy: SealPolicy
-    public var srkName: [UInt8]
-    public var nvName: [UInt8]
-    public var pcr7Value: [UInt8]
-    public var publicArea: [UInt8]
-    public var privateArea: [UInt8]
-    public var check: [UInt8]
+package struct SealedBlob: Equatable, Sendable {
+    package var policy: SealPolicy
+    package var srkName: [UInt8]
+    package var nvName: [UInt8]
+    package var pcr7Value: [UInt8]
+    package var publicArea: [UInt8]
+    package var privateArea: [UInt8]
+    package var check: [UInt8]
 
     static let magic = Array("TSBLOB".utf8)
     static let version: UInt8 = 1
     static let checkSize = 16
     static let checksumSize = 32
     /// Upper bound on a serialized blob; anything larger is rejected unread.
-    public static let maximumSize = 4096
+    package static let maximumSize = 4096
 
-    public func serialized() -> [UInt8] {
+    package func serialized() -> [UInt8] {
         var w = ByteWriter()
         w.raw(Self.magic)
         w.u8(Self.version)
@@ -60,7 +60,7 @@ public struct SealedBlob: Equatable, Sendable {
 
     /// Parses a serialized blob. Any damage (truncation, flipped bits, junk,
     /// an unknown version) throws `TPMError.corruptedBlob`; it never traps.
-    public init(serialized bytes: [UInt8]) throws {
+    package init(serialized bytes: [UInt8]) throws {
         guard bytes.count <= Self.maximumSize else {
             throw TPMError.corruptedBlob(detail: "\(bytes.count) bytes is larger than any sealed key")
         }

@@ -1,4 +1,4 @@
-import CTSS2
+internal import CTSS2
 import Foundation
 
 /// An open TCTI plus the ESYS context on top of it. Owns both and frees both.

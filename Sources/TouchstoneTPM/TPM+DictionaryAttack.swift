@@ -1,24 +1,24 @@
-import CTSS2
+internal import CTSS2
 
 /// The TPM's dictionary-attack (DA) state. The lockout is global to the TPM:
 /// it also blocks other users of DA-protected objects, which is why the
 /// layers above keep their own failure counter in front of it.
-public struct DictionaryAttackState: Equatable, Sendable {
+package struct DictionaryAttackState: Equatable, Sendable {
     /// Authorization failures currently counted (TPM2_PT_LOCKOUT_COUNTER).
-    public var failedTries: UInt32
+    package var failedTries: UInt32
     /// Failures that put the TPM in lockout (TPM2_PT_MAX_AUTH_FAIL).
-    public var maxTries: UInt32
+    package var maxTries: UInt32
     /// Seconds after which one failure is forgotten (TPM2_PT_LOCKOUT_INTERVAL).
-    public var lockoutInterval: UInt32
+    package var lockoutInterval: UInt32
     /// Seconds before lockoutAuth may be tried again after it failed
     /// (TPM2_PT_LOCKOUT_RECOVERY).
-    public var lockoutRecovery: UInt32
+    package var lockoutRecovery: UInt32
 
-    public var isLockedOut: Bool { maxTries > 0 && failedTries >= maxTries }
+    package var isLockedOut: Bool { maxTries > 0 && failedTries >= maxTries }
 }
 
 extension TPM {
-    public func dictionaryAttackState() throws -> DictionaryAttackState {
+    package func dictionaryAttackState() throws -> DictionaryAttackState {
         try withContext { ctx in try readDictionaryAttackState(ctx) }
     }
 
@@ -47,7 +47,7 @@ extension TPM {
 
     /// TPM2_DictionaryAttackParameters on the lockout hierarchy (its auth
     /// must be empty, as on swtpm and most PCs). The simulator sets its own.
-    public func setDictionaryAttackParameters(maxTries: UInt32, recoveryTime: UInt32, lockoutRecovery: UInt32) throws {
+    package func setDictionaryAttackParameters(maxTries: UInt32, recoveryTime: UInt32, lockoutRecovery: UInt32) throws {
         try withContext { ctx in
             try check(Esys_DictionaryAttackParameters(ctx, ESYS_TR_RH_LOCKOUT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                                                       maxTries, recoveryTime, lockoutRecovery), .generic, ctx)
@@ -56,7 +56,7 @@ extension TPM {
 
     /// TPM2_DictionaryAttackLockReset: clears the failure count and lockout
     /// (needs the lockout hierarchy's auth, empty on swtpm).
-    public func resetDictionaryAttackLockout() throws {
+    package func resetDictionaryAttackLockout() throws {
         try withContext { ctx in
             try check(Esys_DictionaryAttackLockReset(ctx, ESYS_TR_RH_LOCKOUT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE),
                       .generic, ctx)

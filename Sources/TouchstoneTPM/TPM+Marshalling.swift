@@ -1,4 +1,4 @@
-import CTSS2
+internal import CTSS2
 
 /// TPM structures to and from their wire bytes, through tss2-mu.
 extension TPM {

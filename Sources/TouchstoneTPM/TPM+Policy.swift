@@ -1,10 +1,10 @@
-import CTSS2
+internal import CTSS2
 
 /// The policies of sealed objects: the digest each branch adds up to, and
 /// the PolicyOR that joins them in a session.
 extension TPM {
     /// The object's authPolicy for `policy`.
-    public static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
+    package static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
         var branches: [PolicyDigest] = []
         if let bio = policy.biometric { branches.append(biometricBranch(bio, nvName: nvName, pcr7: pcr7)) }
         if policy.passcode { branches.append(passcodeBranch()) }

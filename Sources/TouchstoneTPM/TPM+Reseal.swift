@@ -1,11 +1,11 @@
-import CTSS2
+internal import CTSS2
 
 extension TPM {
     /// Re-seals for a new passcode: TPM2_ObjectChangeAuth (authorised with
     /// the old passcode through a salted HMAC session that also encrypts the
     /// new authValue). The policy, and so the biometric condition recorded
     /// at seal time, stays exactly as it was.
-    public func resealForNewPasscode(_ blob: SealedBlob, from old: PasscodeAuth, to new: PasscodeAuth) throws -> SealedBlob {
+    package func resealForNewPasscode(_ blob: SealedBlob, from old: PasscodeAuth, to new: PasscodeAuth) throws -> SealedBlob {
         guard blob.policy.passcode else { throw TPMError.branchNotAvailable("it has no passcode branch") }
         return try withContext { ctx in
             let srk = try storageRootKey(ctx)

@@ -1,9 +1,9 @@
-import CTSS2
+internal import CTSS2
 import TouchstoneSecure
 
 extension TPM {
     /// Largest key the TPM will seal (TPM2B_SENSITIVE_DATA as KEYEDHASH data).
-    public static let maximumKeySize = 128
+    package static let maximumKeySize = 128
 
     /// Seals `key` under `policy`. `passcode` is required when the policy has
     /// the passcode branch; it becomes the object's authValue (never sent in
@@ -11,7 +11,7 @@ extension TPM {
     ///
     /// The object: KEYEDHASH, FIXEDTPM | FIXEDPARENT, no USERWITHAUTH (a
     /// policy session is always needed), DA protected.
-    public func seal(_ key: SecureBytes, policy: SealPolicy, passcode: PasscodeAuth? = nil) throws -> SealedBlob {
+    package func seal(_ key: SecureBytes, policy: SealPolicy, passcode: PasscodeAuth? = nil) throws -> SealedBlob {
         guard (1...Self.maximumKeySize).contains(key.count) else {
             throw TPMError.invalidArgument("a sealed key is 1 to \(Self.maximumKeySize) bytes, not \(key.count)")
         }
@@ -23,8 +23,8 @@ extension TPM {
             var nvName: [UInt8] = []
             var pcr7: [UInt8] = []
             if let bio = policy.biometric {
-                guard bio.domainState.count == Self.enrolmentStateSize else {
-                    throw TPMError.invalidArgument("a domain state is \(Self.enrolmentStateSize) bytes")
+                guard bio.domainState.count == Self.enrollmentStateSize else {
+                    throw TPMError.invalidArgument("a domain state is \(Self.enrollmentStateSize) bytes")
                 }
                 nvName = try name(of: nvHandle(bio.nvIndex, ctx), ctx)
                 if bio.bindPCR7 { pcr7 = try readPCR7(ctx) }

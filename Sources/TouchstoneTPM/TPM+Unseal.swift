@@ -1,5 +1,5 @@
-import CSodium
-import CTSS2
+internal import CSodium
+internal import CTSS2
 import TouchstoneSecure
 
 extension TPM {
@@ -9,7 +9,7 @@ extension TPM {
     /// biometric 7 (+1 with PCR 7): StartAuthSession x2, [PolicyPCR], PolicyNV,
     /// [PolicyOR], Load, Unseal, FlushContext; passcode 6: StartAuthSession,
     /// PolicyAuthValue, [PolicyOR], Load, Unseal, FlushContext.
-    public func unseal(_ blob: SealedBlob, via branch: UnsealBranch) throws -> SecureBytes {
+    package func unseal(_ blob: SealedBlob, via branch: UnsealBranch) throws -> SecureBytes {
         try withContext { ctx in
             let srk = try storageRootKey(ctx)
             guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
@@ -55,7 +55,7 @@ extension TPM {
                                  _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
         let bio = blob.policy.biometric!
         let nv: ESYS_TR
-        do { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrolmentIndexMissing { throw TPMError.enrolmentChanged }
+        do { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.enrollmentChanged }
         // The policy session proves the NV condition but does not encrypt:
         // with a non-empty authValue that is not in this branch's policy,
         // ESYS and the TPM would disagree on the encryption key and Unseal
@@ -81,14 +81,14 @@ extension TPM {
             // PolicyNV held, so the state matches: a mismatch now is the boot
             // state (PCR 7) or an index replaced since sealing.
             if case .other = error { throw error }
-            if case .enrolmentChanged = error, bio.bindPCR7, (try? readPCR7(ctx)) != blob.pcr7Value {
+            if case .enrollmentChanged = error, bio.bindPCR7, (try? readPCR7(ctx)) != blob.pcr7Value {
                 throw TPMError.bootStateChanged
             }
             if case .corruptedBlob = error, bio.bindPCR7, (try? readPCR7(ctx)) != blob.pcr7Value {
                 throw TPMError.bootStateChanged
             }
             if case .corruptedBlob = error, (try? name(of: nv, ctx)) != blob.nvName {
-                throw TPMError.enrolmentChanged
+                throw TPMError.enrollmentChanged
             }
             throw error
         }

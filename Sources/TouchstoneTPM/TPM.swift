@@ -1,4 +1,4 @@
-import CTSS2
+internal import CTSS2
 import Foundation
 import TouchstoneSecure
 
@@ -13,19 +13,19 @@ import TouchstoneSecure
 /// Every transient object and session a method creates is flushed before it
 /// returns, on success and on every error path: swtpm and TPMs without a
 /// resource manager would otherwise run out of slots (TPM_RC_OBJECT_MEMORY).
-public final class TPM: @unchecked Sendable {
+package final class TPM: @unchecked Sendable {
     // @unchecked Sendable: all mutable state is guarded by `lock`.
 
     /// The default TCTI: the kernel's resource-managed TPM device.
-    public static let defaultTCTI = "device:/dev/tpmrm0"
+    package static let defaultTCTI = "device:/dev/tpmrm0"
     /// The storage root key's persistent handle (TCG registry: the SRK).
-    public static let srkHandle: UInt32 = 0x81000001
+    package static let srkHandle: UInt32 = 0x81000001
 
-    public let tcti: String
+    package let tcti: String
     /// When set, the SRK found at `srkHandle` must have this name, or every
     /// operation fails with `.storageKeyMismatch` (the state was made with
     /// another TPM, or the SRK was replaced).
-    public var expectedSRKName: [UInt8]? {
+    package var expectedSRKName: [UInt8]? {
         lock.lock(); defer { lock.unlock() }
         return pinnedSRKName
     }
@@ -40,7 +40,7 @@ public final class TPM: @unchecked Sendable {
 
     /// Opens the TPM at `tcti` (never a NULL or empty config: that would fall
     /// through to anything listening on localhost:2321).
-    public init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil) throws {
+    package init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil) throws {
         self.tcti = tcti
         pinnedSRKName = expectedSRKName
         operationLock = SwtpmOperationLock(tcti: tcti)
@@ -48,7 +48,7 @@ public final class TPM: @unchecked Sendable {
     }
 
     /// TPM commands sent by this instance so far (across reconnections).
-    public var commandCount: Int {
+    package var commandCount: Int {
         lock.lock(); defer { lock.unlock() }
         return closedCommandCount + (connection?.commandCount ?? 0)
     }
@@ -57,7 +57,7 @@ public final class TPM: @unchecked Sendable {
     /// key at `srkHandle` must have this name, and its shape is not read
     /// again (one TPM command less per connection). A key already found
     /// with another name is refused at once.
-    public func pinStorageKey(name: [UInt8]) throws {
+    package func pinStorageKey(name: [UInt8]) throws {
         lock.lock(); defer { lock.unlock() }
         if let srk, srk.name != name {
             throw TPMError.storageKeyMismatch(detail: "the key at 0x81000001 is not the one this state was made with (another TPM, or the TPM was cleared)")
@@ -144,7 +144,7 @@ public final class TPM: @unchecked Sendable {
 
     /// TPM2_Shutdown(CLEAR): an orderly shutdown, so that stopping a swtpm
     /// afterwards neither loses state nor counts as a DA failure.
-    public func shutdown() throws {
+    package func shutdown() throws {
         try withContext { ctx in
             try check(Esys_Shutdown(ctx, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_SU_CLEAR), .generic, ctx)
         }
@@ -153,7 +153,7 @@ public final class TPM: @unchecked Sendable {
     // MARK: - Storage root key
 
     /// The SRK's name (nameAlg || H(public)): what a state directory pins.
-    public func storageKeyName() throws -> [UInt8] {
+    package func storageKeyName() throws -> [UInt8] {
         try withContext { ctx in try storageRootKey(ctx).name }
     }
 
@@ -289,7 +289,7 @@ public final class TPM: @unchecked Sendable {
     // MARK: - PCRs
 
     /// The SHA-256 bank's PCR 7 (Secure Boot policy).
-    public func readPCR7() throws -> [UInt8] {
+    package func readPCR7() throws -> [UInt8] {
         try withContext { ctx in try readPCR7(ctx) }
     }
 

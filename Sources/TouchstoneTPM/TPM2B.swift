@@ -1,5 +1,5 @@
-import CSodium
-import CTSS2
+internal import CSodium
+internal import CTSS2
 
 // The TSS's sized buffers (TPM2B_*) import as a `size` and a fixed C array,
 // which Swift sees as a tuple. These helpers copy bytes in and out of them

@@ -1,10 +1,10 @@
-import CTSS2
+internal import CTSS2
 
 /// What went wrong with the TPM, in terms a caller can act on.
 ///
 /// Every TSS2 return code that reaches Touchstone becomes one of these; the
 /// `.other` case keeps the raw code and `Tss2_RC_Decode`'s text.
-public enum TPMError: Error, Equatable, Sendable {
+package enum TPMError: Error, Equatable, Sendable {
     /// The TPM cannot be reached: no device node, swtpm not running, or the
     /// connection was lost. `detail` says which and where.
     case unreachable(detail: String)
@@ -13,7 +13,7 @@ public enum TPMError: Error, Equatable, Sendable {
     /// The biometric branch's condition no longer holds: the enrolled-finger
     /// set (the domain state in the NV index) changed since the key was sealed,
     /// or the NV index is gone (the passcode was removed).
-    case enrolmentChanged
+    case enrollmentChanged
     /// The boot state (PCR 7, Secure Boot policy) differs from when the key
     /// was sealed with PCR binding.
     case bootStateChanged
@@ -34,7 +34,7 @@ public enum TPMError: Error, Equatable, Sendable {
     /// was pinned to, or not of the expected shape.
     case storageKeyMismatch(detail: String)
     /// The enrolment-state NV index does not exist.
-    case enrolmentIndexMissing(handle: UInt32)
+    case enrollmentIndexMissing(handle: UInt32)
     /// An NV index is already defined at this handle.
     case nvIndexInUse(handle: UInt32)
     /// The TPM has no room for another object, session or NV index.
@@ -46,12 +46,12 @@ public enum TPMError: Error, Equatable, Sendable {
 }
 
 extension TPMError: CustomStringConvertible {
-    public var description: String {
+    package var description: String {
         switch self {
         case .unreachable(let detail): return "TPM unreachable: \(detail)"
         case .permissionDenied(let path):
             return "permission denied opening \(path) (join the 'tss' group or install Touchstone's udev rule)"
-        case .enrolmentChanged: return "the enrolled fingers changed since this key was sealed"
+        case .enrollmentChanged: return "the enrolled fingers changed since this key was sealed"
         case .bootStateChanged: return "the boot state (PCR 7) changed since this key was sealed"
         case .wrongPasscode: return "wrong passcode"
         case .lockout(let seconds):
@@ -61,7 +61,7 @@ extension TPMError: CustomStringConvertible {
         case .corruptedBlob(let detail): return "sealed key corrupted: \(detail)"
         case .branchNotAvailable(let what): return "this key cannot be opened that way: \(what)"
         case .storageKeyMismatch(let detail): return "TPM storage key mismatch: \(detail)"
-        case .enrolmentIndexMissing(let handle):
+        case .enrollmentIndexMissing(let handle):
             return "the enrolment-state NV index 0x\(String(handle, radix: 16)) does not exist"
         case .nvIndexInUse(let handle): return "NV index 0x\(String(handle, radix: 16)) is already defined"
         case .outOfMemory(let detail): return "TPM out of memory: \(detail)"
@@ -118,7 +118,7 @@ extension TPMError {
         case .policyNV, .unsealBiometric:
             if base == ts_RC_POLICY || base == ts_RC_POLICY_FAIL || base == ts_RC_HANDLE
                 || base == ts_RC_NV_UNINITIALIZED {
-                return .enrolmentChanged
+                return .enrollmentChanged
             }
         case .policyPCR:
             break

@@ -16,7 +16,7 @@ public struct StubBiometrics: BiometricAuthenticating {
 
     public func availability() async -> Availability { reportedAvailability }
 
-    public func authenticate(reason: String) async throws {
+    public func authenticate(reason: String) async throws(AuthenticationError) {
         if let error { throw error }
     }
 }

@@ -102,7 +102,7 @@ enum AttributeCodec {
               reader.isAtEnd
         else { return nil }
         return Fields(service: service, account: account, label: label, comment: comment, generic: generic,
-                      access: flags.isEmpty ? .none : AccessControl(flags, combination: combination == 1 ? .all : .any),
+                      access: flags.isEmpty ? .none : AccessControl(stored: flags, combination: combination == 1 ? .all : .any),
                       accessibility: accessibilityCodes[Int(accessibility)], created: created, modified: modified)
     }
 

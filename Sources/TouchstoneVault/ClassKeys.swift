@@ -53,8 +53,8 @@ extension Vault {
             guard let key = keys.first(where: { $0.kind == .biometryAny }) else { throw VaultError.passcodeNotSet }
             return key
         case .biometryCurrentSet:
-            guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
-            let state = try withTPM { try tpm.readEnrolmentState(index) }
+            guard let index = try enrollmentIndex() else { throw VaultError.passcodeNotSet }
+            let state = try withTPM { try tpm.readEnrollmentState(index) }
             if let key = keys.first(where: { $0.kind == .biometryCurrentSet && $0.epoch == state }) { return key }
             // The state moved without a key for it (a change interrupted
             // after the TPM write): make one; sealing needs no passcode.
@@ -93,7 +93,7 @@ extension Vault {
             guard proof.biometricMatch else { throw VaultError.authenticationRequired }
             do {
                 return try unseal(key.sealed, .biometric)
-            } catch VaultError.tpm(.enrolmentChanged) {
+            } catch VaultError.tpm(.enrollmentChanged) {
                 if let previous = key.previous { return try unseal(previous, .biometric) }
                 throw VaultError.itemInvalidated
             }

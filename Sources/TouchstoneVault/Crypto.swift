@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 import Glibc
 import TouchstoneSecure
 

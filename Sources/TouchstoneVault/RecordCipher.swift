@@ -1,4 +1,4 @@
-import CSodium
+internal import CSodium
 import TouchstoneSecure
 
 /// The AEAD of an item row's symmetric boxes: its attributes, its secret
@@ -42,7 +42,7 @@ enum RecordCipher: Int64, Sendable, CaseIterable, CustomStringConvertible {
     /// The error for a row whose cipher this CPU cannot run (a vault moved
     /// to a machine without AES-NI; its TPM would not open it anyway).
     var unavailable: VaultError {
-        .storage("an item was stored with \(self), which this CPU does not provide (it needs AES-NI); open the vault on the machine that wrote it")
+        .storage(StorageFailure(.database, "an item was stored with \(self), which this CPU does not provide (it needs AES-NI); open the vault on the machine that wrote it"))
     }
 }
 

@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 
 package enum SQLValue {
     case null

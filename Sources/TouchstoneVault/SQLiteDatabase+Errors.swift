@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 import Foundation
 
 /// SQLite result codes as the vault's errors.
@@ -12,8 +12,8 @@ extension SQLiteDatabase {
         case SQLITE_READONLY where isReadOnly:
             return Self.readOnly(path)
         case SQLITE_CANTOPEN where isReadOnly:
-            return .storage("cannot read \(path) on a read-only file system: its write-ahead log (-wal) holds changes that need the -shm index, which is missing and cannot be made there; mount it read-write once")
-        default: return .storage(message)
+            return .storage(StorageFailure(.database, "cannot read \(path) on a read-only file system: its write-ahead log (-wal) holds changes that need the -shm index, which is missing and cannot be made there; mount it read-write once"))
+        default: return .storage(StorageFailure(.database, message))
         }
     }
 
@@ -27,6 +27,6 @@ extension SQLiteDatabase {
     /// read-only.
     static func readOnly(_ path: String) -> VaultError {
         let folder = (path as NSString).deletingLastPathComponent
-        return .storage("cannot change the vault: \(folder) is on a read-only file system (reading works)")
+        return .storage(StorageFailure(.readOnly, "cannot change the vault: \(folder) is on a read-only file system (reading works)"))
     }
 }

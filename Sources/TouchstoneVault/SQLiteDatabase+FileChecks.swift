@@ -13,7 +13,7 @@ extension SQLiteDatabase {
     static func checkFile(_ path: String) throws {
         var info = stat()
         guard stat(path, &info) == 0 else {
-            throw VaultError.storage("cannot open \(path): \(String(cString: strerror(errno)))")
+            throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(String(cString: strerror(errno)))"))
         }
         guard info.st_size > 0 else {
             // A vault is created whole (Vault.createDatabase): an empty one was cut.

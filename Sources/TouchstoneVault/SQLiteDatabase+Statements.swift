@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 
 /// The statement cache: prepared statements kept per SQL text and reused.
 extension SQLiteDatabase {

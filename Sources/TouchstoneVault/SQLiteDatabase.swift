@@ -1,4 +1,4 @@
-import CSQLite
+internal import CSQLite
 import Foundation
 import Glibc
 
@@ -65,7 +65,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
             let message = handle.map { String(cString: sqlite3_errmsg($0)) } ?? "error \(rc)"
             sqlite3_close(handle)
             handle = nil
-            throw VaultError.storage("cannot open \(path): \(message)")
+            throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(message)"))
         }
         if !existed { chmod(path, 0o600) }
         sqlite3_busy_timeout(handle, 10_000)

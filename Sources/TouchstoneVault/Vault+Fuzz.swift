@@ -47,7 +47,7 @@ extension Vault {
         if let ids = parseClassKeyIDs(text), ids.isEmpty || !ids.allSatisfy({ $0 >= 0 }) {
             return "parsed a bad class key id list: \(ids)"
         }
-        if let access = try? AccessControl(spec: text), (try? AccessControl(spec: access.description)) != access {
+        if let access = try? AccessControl(parsing: text), (try? AccessControl(parsing: access.description)) != access {
             // A parsed spec prints back to a spec that parses to the same value.
             return "the access spec \(access.description) does not parse back to itself"
         }

@@ -105,7 +105,7 @@ extension Vault {
     /// biometry-current-set alternative whose enrolment set is gone, or one
     /// whose class key went with the passcode, is dropped. Throws
     /// `itemInvalidated` when none is left.
-    public func openAccess(service: String, account: String) throws -> AccessControl {
+    package func openAccess(service: String, account: String) throws -> AccessControl {
         let (item, attributes) = try load(service: service, account: account)
         let classKeys = try classKeys()
         let wraps = try wraps(of: item)
@@ -120,7 +120,7 @@ extension Vault {
         guard !open.isEmpty else { throw VaultError.itemInvalidated }
         if attributes.access.flags.isEmpty { return .none }
         if attributes.access.combination == .all { return attributes.access }
-        return AccessControl(open.flatMap { $0 }, combination: .any)
+        return AccessControl(stored: open.flatMap { $0 }, combination: .any)
     }
 
     static func isOpen(_ wrap: Wrap, _ classKeys: [Int64: ClassKey], _ state: [UInt8]?) -> Bool {

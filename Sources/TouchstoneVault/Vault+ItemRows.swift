@@ -44,7 +44,7 @@ extension Vault {
     }
 
     /// How many items the vault holds.
-    public func itemCount() throws -> Int {
+    package func itemCount() throws -> Int {
         try db.rows("SELECT COUNT(*) FROM items", []) { Int($0.integer(0)) }.first ?? 0
     }
 }

@@ -9,14 +9,14 @@ extension Vault {
 
     /// Stores a new item. Needs no authentication (as SecItemAdd); the
     /// passcode must be set for any access other than `none`.
-    public func add(_ secret: SecureBytes, attributes: ItemAttributes) throws {
+    package func add(_ secret: SecureBytes, attributes: ItemAttributes) throws {
         try validate(attributes)
         try requireWritable()
         guard (1...Self.maximumSecretSize).contains(secret.count) else {
             throw VaultError.invalidInput("a secret is 1 byte to 1 MiB, not \(secret.count) bytes")
         }
         if attributes.accessibility == .whenPasscodeSetThisDeviceOnly || !attributes.access.flags.isEmpty {
-            guard try enrolmentIndex() != nil else { throw VaultError.passcodeNotSet }
+            guard try enrollmentIndex() != nil else { throw VaultError.passcodeNotSet }
         }
         let lookup = lookupHash(service: attributes.service, account: attributes.account)
         if try exists(lookup: lookup) { throw VaultError.duplicateItem }
@@ -74,7 +74,7 @@ extension Vault {
     }
 
     /// The attributes of one item (no authentication).
-    public func attributes(service: String, account: String) throws -> ItemAttributes {
+    package func attributes(service: String, account: String) throws -> ItemAttributes {
         try load(service: service, account: account).1
     }
 
@@ -90,7 +90,7 @@ extension Vault {
     /// another item's record, a first-release JSON record, a wrapped key
     /// that does not open) goes through `load` and `openItemKey`, which say
     /// what.
-    public func secret(service: String, account: String, proof: VaultProof) throws -> SecureBytes {
+    package func secret(service: String, account: String, proof: VaultProof) throws -> SecureBytes {
         let name = (service: service, account: account)
         let lookup = lookupHash(service: service, account: account)
         let found = try db.firstRow(Self.rowByLookup, blob: lookup) { try read($0, lookup: lookup, name: name) }
@@ -170,7 +170,7 @@ extension Vault {
 
     /// Replaces the secret (needs the same authentication as reading it)
     /// and/or the label, comment and generic data (no authentication).
-    public func update(service: String, account: String, secret newSecret: SecureBytes? = nil,
+    package func update(service: String, account: String, secret newSecret: SecureBytes? = nil,
                        label: String?? = nil, comment: String?? = nil, generic: Data?? = nil,
                        proof: VaultProof = .none) throws {
         try requireWritable()
@@ -195,7 +195,7 @@ extension Vault {
 
     /// Deletes the item (no authentication, as SecItemDelete). A corrupted
     /// item can be deleted too.
-    public func delete(service: String, account: String) throws {
+    package func delete(service: String, account: String) throws {
         try requireWritable()
         let lookup = lookupHash(service: service, account: account)
         try db.query("DELETE FROM items WHERE lookup = ?", [.blob(lookup)])
@@ -209,7 +209,7 @@ extension Vault {
 
     /// Every item's attributes and state, without authentication and without
     /// any secret. One bad record is listed as corrupted; the rest are listed.
-    public func list(service: String? = nil) throws -> [ListedItem] {
+    package func list(service: String? = nil) throws -> [ListedItem] {
         let classKeys = try classKeys()
         let state = try currentDomainState()
         var out: [ListedItem] = []

@@ -39,20 +39,20 @@ extension Vault {
     /// passcode of a change, which such a vault's index may have taken
     /// already if an earlier change of the old kind was cut short.
     func indexAuth(_ passcode: PasscodeAuth, interruptedNew: PasscodeAuth? = nil) throws -> (PasscodeAuth, VaultProof) {
-        guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
+        guard let index = try enrollmentIndex() else { throw VaultError.passcodeNotSet }
         let key = try passcodeClassKey()
         let proof = try verifyPasscode(passcode)
         guard let secret = proof.openedClassKeys[key.id] else { throw VaultError.corrupted("the passcode class key") }
         let derived = Self.indexAuth(passcodeKeySecret: secret)
         if try meta("index_auth") != Self.indexAuthScheme {
             do {
-                try tpm.changeEnrolmentIndexPasscode(index, from: passcode, to: derived)
+                try tpm.changeEnrollmentIndexPasscode(index, from: passcode, to: derived)
             } catch TPMError.wrongPasscode {
-                let state = try withTPM { try tpm.readEnrolmentState(index) }
+                let state = try withTPM { try tpm.readEnrollmentState(index) }
                 do {
-                    try tpm.writeEnrolmentState(index, state: state, passcode: derived)
+                    try tpm.writeEnrollmentState(index, state: state, passcode: derived)
                 } catch TPMError.wrongPasscode where interruptedNew != nil {
-                    try withTPM { try tpm.changeEnrolmentIndexPasscode(index, from: interruptedNew!, to: derived) }
+                    try withTPM { try tpm.changeEnrollmentIndexPasscode(index, from: interruptedNew!, to: derived) }
                 } catch let error as TPMError {
                     throw VaultError.tpm(error)
                 }
@@ -64,28 +64,28 @@ extension Vault {
         return (derived, proof)
     }
 
-    public var isPasscodeSet: Bool { (try? enrolmentIndex()) != nil }
+    package var isPasscodeSet: Bool { (try? enrollmentIndex()) != nil }
 
     /// The enrolment-state NV index, when a passcode is set.
-    public func enrolmentIndex() throws -> UInt32? {
+    package func enrollmentIndex() throws -> UInt32? {
         try metaInt("nv_index").map { UInt32(truncatingIfNeeded: $0) }
     }
 
     /// The domain state on the TPM now (nil without a passcode).
-    public func currentDomainState() throws -> [UInt8]? {
-        guard let index = try enrolmentIndex() else { return nil }
-        return try withTPM { try tpm.readEnrolmentState(index) }
+    package func currentDomainState() throws -> [UInt8]? {
+        guard let index = try enrollmentIndex() else { return nil }
+        return try withTPM { try tpm.readEnrollmentState(index) }
     }
 
     /// Sets the first passcode. `domainState` is the enrolment set's state
     /// now (with no finger: any fresh random value).
-    public func setPasscode(_ passcode: PasscodeAuth, domainState: [UInt8]) throws {
+    package func setPasscode(_ passcode: PasscodeAuth, domainState: [UInt8]) throws {
         try requireWritable()
-        guard try enrolmentIndex() == nil else { throw VaultError.passcodeAlreadySet }
+        guard try enrollmentIndex() == nil else { throw VaultError.passcodeAlreadySet }
         let (passPK, passSK) = Crypto.keyPair()
-        let index = try withTPM { try tpm.freeEnrolmentIndex() }
+        let index = try withTPM { try tpm.freeEnrollmentIndex() }
         try withTPM {
-            try tpm.defineEnrolmentIndex(index, passcode: Self.indexAuth(passcodeKeySecret: passSK), initialState: domainState)
+            try tpm.defineEnrollmentIndex(index, passcode: Self.indexAuth(passcodeKeySecret: passSK), initialState: domainState)
         }
         do {
             let condition = BiometricCondition(nvIndex: index, domainState: domainState)
@@ -104,7 +104,7 @@ extension Vault {
                 try setMetaInt("biometric_failures", 0)
             }
         } catch {
-            try? tpm.undefineEnrolmentIndex(index)
+            try? tpm.undefineEnrollmentIndex(index)
             throw error
         }
     }
@@ -114,7 +114,7 @@ extension Vault {
     /// proof it returns carries the opened class key, so reading a passcode
     /// item with it needs no second unseal.
     @discardableResult
-    public func verifyPasscode(_ passcode: PasscodeAuth) throws -> VaultProof {
+    package func verifyPasscode(_ passcode: PasscodeAuth) throws -> VaultProof {
         let key = try passcodeClassKey()
         var proof = VaultProof(passcode: passcode)
         proof.openedClassKeys[key.id] = try openClassKey(key, proof: proof)
@@ -122,7 +122,7 @@ extension Vault {
     }
 
     func passcodeClassKey() throws -> ClassKey {
-        guard try enrolmentIndex() != nil,
+        guard try enrollmentIndex() != nil,
               let key = try classKeys().values.filter({ $0.kind == .passcode }).max(by: { $0.id < $1.id }) else {
             throw VaultError.passcodeNotSet
         }
@@ -136,7 +136,7 @@ extension Vault {
     /// passcode or the new one in full. The enrolment index is not touched
     /// (its authValue comes from the passcode class key, which keeps its
     /// secret half), except once for a vault from before that.
-    public func changePasscode(from old: PasscodeAuth, to new: PasscodeAuth) throws {
+    package func changePasscode(from old: PasscodeAuth, to new: PasscodeAuth) throws {
         try requireWritable()
         _ = try indexAuth(old, interruptedNew: new)  // checks `old`
         let keys = try classKeys().values.filter { $0.kind == .passcode || $0.kind == .biometryAny }
@@ -158,9 +158,9 @@ extension Vault {
     /// go, the index goes, items kept "when passcode set" are deleted.
     /// Returns how many items were deleted.
     @discardableResult
-    public func removePasscode(_ passcode: PasscodeAuth) throws -> Int {
+    package func removePasscode(_ passcode: PasscodeAuth) throws -> Int {
         try requireWritable()
-        guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
+        guard let index = try enrollmentIndex() else { throw VaultError.passcodeNotSet }
         try verifyPasscode(passcode)
         let doomed = try list().compactMap { item -> [UInt8]? in
             guard let a = item.attributes, a.accessibility == .whenPasscodeSetThisDeviceOnly else { return nil }
@@ -175,7 +175,7 @@ extension Vault {
         }
         // After the commit: a leftover index (if this fails) opens nothing,
         // since no class key names it any more.
-        try? tpm.undefineEnrolmentIndex(index)
+        try? tpm.undefineEnrollmentIndex(index)
         return doomed.count
     }
 
@@ -184,9 +184,9 @@ extension Vault {
     /// the passcode class key), re-seals the biometry-any class key to it,
     /// and makes a biometry-current-set class key for it. Keys sealed to
     /// earlier states stay closed for good.
-    public func enrolmentChanged(to state: [UInt8], passcode: PasscodeAuth) throws {
+    package func enrollmentChanged(to state: [UInt8], passcode: PasscodeAuth) throws {
         try requireWritable()
-        guard let index = try enrolmentIndex() else { throw VaultError.passcodeNotSet }
+        guard let index = try enrollmentIndex() else { throw VaultError.passcodeNotSet }
         let (indexAuth, _) = try indexAuth(passcode)
         let condition = BiometricCondition(nvIndex: index, domainState: state)
         guard let any = try classKeys().values.filter({ $0.kind == .biometryAny }).max(by: { $0.id < $1.id }) else {
@@ -203,17 +203,17 @@ extension Vault {
                          [.blob(newAny.serialized()), .integer(any.id)])
             try insertCurrentSetKey(index: index, state: state)
         }
-        try withTPM { try tpm.writeEnrolmentState(index, state: state, passcode: indexAuth) }
+        try withTPM { try tpm.writeEnrollmentState(index, state: state, passcode: indexAuth) }
         try db.query("UPDATE class_keys SET previous = NULL WHERE id = ?", [.integer(any.id)])
     }
 
     // MARK: - Biometric failure count (survives restarts)
 
-    public func biometricFailures() throws -> Int { try metaInt("biometric_failures") ?? 0 }
+    package func biometricFailures() throws -> Int { try metaInt("biometric_failures") ?? 0 }
 
     /// Counts a failed match; returns the new count.
     @discardableResult
-    public func recordBiometricFailure() throws -> Int {
+    package func recordBiometricFailure() throws -> Int {
         try requireWritable()
         return try db.transaction {
             let count = (try metaInt("biometric_failures") ?? 0) + 1
@@ -223,7 +223,7 @@ extension Vault {
     }
 
     /// Clears the count (a read-only vault keeps it: a lockout stays).
-    public func resetBiometricFailures() throws {
+    package func resetBiometricFailures() throws {
         guard !isReadOnly else { return }
         try setMetaInt("biometric_failures", 0)
     }

@@ -18,11 +18,11 @@ import TouchstoneTPM
 /// A row's symmetric boxes use its record cipher (RecordCipher): AES-256-GCM
 /// for new rows where the CPU has AES-NI, else XChaCha20-Poly1305, as every
 /// row before schema 3.
-public final class Vault: @unchecked Sendable {
+package final class Vault: @unchecked Sendable {
     // @unchecked Sendable: the database and TPM serialise themselves; the
     // derived keys are immutable after init.
-    public let home: URL
-    public let tpm: TPM
+    package let home: URL
+    package let tpm: TPM
     let db: SQLiteDatabase
     /// The metadata key of XChaCha20-Poly1305 rows (`metadataKeys` holds it
     /// and the AES-256-GCM one, ready for use).
@@ -38,9 +38,9 @@ public final class Vault: @unchecked Sendable {
     /// The cipher new rows are written with.
     let recordCipher: RecordCipher
 
-    public static let databaseName = "vault.sqlite"
+    package static let databaseName = "vault.sqlite"
     /// The largest secret an item holds (1 MiB).
-    public static let maximumSecretSize = 1 << 20
+    package static let maximumSecretSize = 1 << 20
 
     /// Opens (creating on first use) the vault in `home`.
     ///
@@ -48,7 +48,7 @@ public final class Vault: @unchecked Sendable {
     /// group or others can read is refused (fix it with chmod 700). On a
     /// read-only file system the vault opens read-only: listing and reading
     /// work, changes are refused (`isReadOnly`).
-    public convenience init(home: URL, tpm: TPM) throws {
+    package convenience init(home: URL, tpm: TPM) throws {
         try self.init(home: home, tpm: tpm, recordCipher: .preferred)
     }
 
@@ -73,40 +73,43 @@ public final class Vault: @unchecked Sendable {
 
     /// Whether the vault was opened read-only (its folder is on a read-only
     /// file system): every change is refused.
-    public var isReadOnly: Bool { db.isReadOnly }
+    package var isReadOnly: Bool { db.isReadOnly }
 
     /// Throws the read-only error when the vault cannot be changed. Called
     /// before anything that writes, so no TPM state changes first.
-    public func requireWritable() throws {
+    package func requireWritable() throws {
         if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
     }
 
     /// Checks an existing state folder: a directory, private (not readable
     /// by group or others), which this user may read and search. Returns
     /// nil when it does not exist, else whether it is writable (false: on a
-    /// read-only file system). Messages end with "; run: COMMAND" when a
-    /// command fixes it.
-    public static func checkStateDirectory(_ url: URL) throws -> Bool? {
+    /// read-only file system). A refusal names the command that fixes it
+    /// when one does.
+    package static func checkStateDirectory(_ url: URL) throws(StorageFailure) -> Bool? {
         let path = url.path
         var info = stat()
         guard stat(path, &info) == 0 else {
             if errno == ENOENT { return nil }
-            throw VaultError.storage("cannot open the state folder \(path): \(String(cString: strerror(errno)))")
+            throw StorageFailure(.stateFolder, "cannot open the state folder \(path): \(String(cString: strerror(errno)))")
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else { throw VaultError.storage("\(path) is not a directory") }
+        guard info.st_mode & S_IFMT == S_IFDIR else { throw StorageFailure(.stateFolder, "\(path) is not a directory") }
         let digits = String(info.st_mode & 0o777, radix: 8)
         let mode = String(repeating: "0", count: max(0, 3 - digits.count)) + digits
         guard info.st_mode & 0o077 == 0 else {
-            throw VaultError.storage("\(path) is readable by other users (mode \(mode)); run: chmod 700 \(path)")
+            throw StorageFailure(.stateFolder, "\(path) is readable by other users (mode \(mode))", fix: "chmod 700 \(path)")
         }
-        let fix = info.st_uid == geteuid() ? "; run: chmod 700 \(path)"
-                                            : ", and it belongs to another user (uid \(info.st_uid))"
+        let ours = info.st_uid == geteuid()
+        let fix = ours ? "chmod 700 \(path)" : nil
+        let owner = ours ? "" : ", and it belongs to another user (uid \(info.st_uid))"
         guard access(path, R_OK | X_OK) == 0 else {
-            throw VaultError.storage("cannot read the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(fix)")
+            throw StorageFailure(.stateFolder, "cannot read the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(owner)",
+                                 fix: fix)
         }
         guard access(path, W_OK) == 0 else {
             if errno == EROFS { return false }
-            throw VaultError.storage("cannot write to the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(fix)")
+            throw StorageFailure(.stateFolder, "cannot write to the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(owner)",
+                                 fix: fix)
         }
         return true
     }
@@ -114,12 +117,16 @@ public final class Vault: @unchecked Sendable {
     /// Checks the state folder, or creates it (0700). Returns whether it is
     /// writable.
     static func preparePrivateDirectory(_ url: URL) throws -> Bool {
-        if let writable = try checkStateDirectory(url) { return writable }
+        do {
+            if let writable = try checkStateDirectory(url) { return writable }
+        } catch {
+            throw VaultError.storage(error)
+        }
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
-            throw VaultError.storage("cannot create \(url.path): \(error.localizedDescription)")
+            throw VaultError.storage(StorageFailure(.database, "cannot create \(url.path): \(error.localizedDescription)"))
         }
         return true
     }
@@ -132,7 +139,7 @@ public final class Vault: @unchecked Sendable {
     static func createDatabase(at path: String) throws {
         var info = stat()
         if lstat(path, &info) == 0 { return }
-        guard errno == ENOENT else { throw VaultError.storage("cannot open \(path): \(String(cString: strerror(errno)))") }
+        guard errno == ENOENT else { throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(String(cString: strerror(errno)))")) }
         removeAbandonedCreations(of: path)
         // Unique per call: threads of one process may create it at once too.
         let temporary = "\(path).new-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
@@ -145,7 +152,7 @@ public final class Vault: @unchecked Sendable {
         fresh.close()
         guard busy == 0, (SQLiteDatabase.fileSize(temporary + "-wal") ?? 0) == 0,
               (SQLiteDatabase.fileSize(temporary) ?? 0) > 0 else {
-            throw VaultError.storage("cannot create \(path): the new database was not written out")
+            throw VaultError.storage(StorageFailure(.database, "cannot create \(path): the new database was not written out"))
         }
         if link(temporary, path) != 0 {
             let code = errno
@@ -153,11 +160,11 @@ public final class Vault: @unchecked Sendable {
             // No hard links on this file system: a rename, unless the file
             // appeared meanwhile.
             guard code == EPERM || code == EOPNOTSUPP else {
-                throw VaultError.storage("cannot create \(path): \(String(cString: strerror(code)))")
+                throw VaultError.storage(StorageFailure(.database, "cannot create \(path): \(String(cString: strerror(code)))"))
             }
             if lstat(path, &info) == 0 { return }
             guard rename(temporary, path) == 0 else {
-                throw VaultError.storage("cannot create \(path): \(String(cString: strerror(errno)))")
+                throw VaultError.storage(StorageFailure(.database, "cannot create \(path): \(String(cString: strerror(errno)))"))
             }
         }
         let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
@@ -270,11 +277,11 @@ public final class Vault: @unchecked Sendable {
 extension Vault {
     /// A small non-secret setting kept in the vault (for example which
     /// reader the fingers were enrolled on).
-    public func setting(_ key: String) throws -> String? {
+    package func setting(_ key: String) throws -> String? {
         try meta("setting." + key).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    public func setSetting(_ key: String, _ value: String?) throws {
+    package func setSetting(_ key: String, _ value: String?) throws {
         try requireWritable()
         try setMeta("setting." + key, value.map { Array($0.utf8) })
     }

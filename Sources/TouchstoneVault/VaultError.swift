@@ -1,7 +1,7 @@
 import TouchstoneTPM
 
 /// What went wrong in the vault.
-public enum VaultError: Error, Equatable, Sendable {
+package enum VaultError: Error, Equatable, Sendable {
     case itemNotFound
     case duplicateItem
     /// The stored data was altered or damaged (AEAD failure, bad record).
@@ -18,13 +18,13 @@ public enum VaultError: Error, Equatable, Sendable {
     /// The database's schema is newer than this Touchstone.
     case futureSchema(Int)
     /// The state directory or database could not be used.
-    case storage(String)
+    case storage(StorageFailure)
     case invalidInput(String)
     case tpm(TPMError)
 }
 
 extension VaultError: CustomStringConvertible {
-    public var description: String {
+    package var description: String {
         switch self {
         case .itemNotFound: return "item not found"
         case .duplicateItem: return "an item with this service and account already exists"
@@ -35,7 +35,7 @@ extension VaultError: CustomStringConvertible {
         case .passcodeAlreadySet: return "a passcode is already set"
         case .otherTPM: return "this vault was made with another TPM (or the TPM was cleared); its keys cannot be opened here"
         case .futureSchema(let v): return "the vault's format (version \(v)) is newer than this Touchstone"
-        case .storage(let what): return "storage error: \(what)"
+        case .storage(let failure): return failure.description
         case .invalidInput(let what): return "invalid input: \(what)"
         case .tpm(let error): return error.description
         }

@@ -49,7 +49,7 @@ struct ReaderFaultTests {
     }
 
     @Test("the reader unplugged in the middle of an enrolment: exit 4, no finger added, the next enrolment works")
-    func unpluggedDuringEnrolment() throws {
+    func unpluggedDuringEnrollment() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.close() }
         #expect(sandbox.setPasscode().code == 0)

@@ -20,9 +20,9 @@ struct CommandParsingTests {
         ParseCase(["passcode", "change"], .passcode(.change)),
         ParseCase(["passcode", "remove", "--yes"], .passcode(.remove)),
         ParseCase(["passcode", "remove", "--yes", "--yes"], .passcode(.remove)),
-        ParseCase(["enroll"], .enroll(.rightIndexFinger)),
+        ParseCase(["enroll"], .enroll(.rightIndex)),
         ParseCase(["enroll", "left-thumb"], .enroll(.leftThumb)),
-        ParseCase(["unenroll", "right-ring-finger"], .unenroll(.finger(.rightRingFinger))),
+        ParseCase(["unenroll", "right-ring-finger"], .unenroll(.finger(.rightRing))),
         ParseCase(["unenroll", "--all"], .unenroll(.all)),
         ParseCase(["fingers"], .fingers),
         ParseCase(["verify"], .verify(allowPasscode: false)),
@@ -30,11 +30,11 @@ struct CommandParsingTests {
         ParseCase(["add", "mail", "me@example.org"],
                   .add(service: "mail", account: "me@example.org", access: .userPresence, label: nil, comment: nil)),
         ParseCase(["add", "mail", "me", "--access", "biometry-current-set", "--label", "Mail", "--comment", "work"],
-                  .add(service: "mail", account: "me", access: try! AccessSpec(parsing: "biometry-current-set"), label: "Mail", comment: "work")),
+                  .add(service: "mail", account: "me", access: try! AccessControl(parsing: "biometry-current-set"), label: "Mail", comment: "work")),
         ParseCase(["add", "--label=L", "svc", "--access=none", "acct", "--comment", ""],
                   .add(service: "svc", account: "acct", access: .none, label: "L", comment: "")),
         ParseCase(["add", "s", "a", "--access", "passcode|biometry-any"],
-                  .add(service: "s", account: "a", access: try! AccessSpec(flags: [.biometryAny, .devicePasscode], combination: .any), label: nil, comment: nil)),
+                  .add(service: "s", account: "a", access: AccessControl([.biometryAny, .devicePasscode], combination: .any), label: nil, comment: nil)),
         ParseCase(["add", "s", "a", "--label", "a", "--label", "b"],
                   .add(service: "s", account: "a", access: .userPresence, label: "b", comment: nil)),
         ParseCase(["add", "Dienst Ü", "ünïcødé 🔑"],
@@ -71,15 +71,15 @@ struct CommandParsingTests {
         "right-thumb", "right-index-finger", "right-middle-finger", "right-ring-finger", "right-little-finger",
     ])
     func fingers(_ name: String) throws {
-        let finger = try #require(FingerName(rawValue: name))
+        let finger = try #require(Finger(fprintdName: name))
         #expect(run(["enroll", name])?.0 == .enroll(finger))
         #expect(run(["unenroll", name])?.0 == .unenroll(.finger(finger)))
     }
 
     @Test("the finger names are exactly fprintd's ten")
     func fingerNames() {
-        #expect(FingerName.allCases.count == 10)
-        #expect(FingerName.default.rawValue == "right-index-finger")
+        #expect(Finger.allCases.count == 10)
+        #expect(Finger.default.rawValue == "right-index-finger")
     }
 
     @Test("sim retry takes each kind", arguments: [

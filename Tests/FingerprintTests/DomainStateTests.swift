@@ -57,7 +57,7 @@ extension VirtualReaderTests {
                 let enrollment = try rig.enrollment()
                 #expect(try enrollment.domainState() == nil)
 
-                try await rig.queueEnrolment(of: "one")
+                try await rig.queueEnrollment(of: "one")
                 try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
                 let afterFirst = try #require(try enrollment.domainState())
                 #expect(afterFirst.count == 32)
@@ -69,7 +69,7 @@ extension VirtualReaderTests {
                 #expect(try await enrollment.verify(.rightIndex, timeout: .seconds(10)))
                 #expect(try enrollment.domainState() == afterFirst)
 
-                try await rig.queueEnrolment(of: "two")
+                try await rig.queueEnrollment(of: "two")
                 try await enrollment.enroll(.leftIndex, timeout: .seconds(10))
                 let afterSecond = try #require(try enrollment.domainState())
                 #expect(afterSecond != afterFirst)
@@ -79,7 +79,7 @@ extension VirtualReaderTests {
                 #expect(afterRemove != afterSecond)
                 #expect(afterRemove != afterFirst, "same set as after the first enrolment, yet a new value")
 
-                try await rig.queueEnrolment(of: "two")
+                try await rig.queueEnrollment(of: "two")
                 try await enrollment.enroll(.leftIndex, timeout: .seconds(10))
                 let afterReAdd = try #require(try enrollment.domainState())
                 for earlier in [afterFirst, afterSecond, afterRemove] {
@@ -88,10 +88,10 @@ extension VirtualReaderTests {
             }
         }
 
-        @Test func aFailedEnrolmentLeavesItUnchanged() async throws {
+        @Test func aFailedEnrollmentLeavesItUnchanged() async throws {
             try await withRig(.device) { rig in
                 let enrollment = try rig.enrollment()
-                try await rig.queueEnrolment(of: "kept")
+                try await rig.queueEnrollment(of: "kept")
                 try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
                 let before = try #require(try enrollment.domainState())
                 try await rig.send("ERROR 5")

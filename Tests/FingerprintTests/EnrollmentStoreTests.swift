@@ -142,9 +142,9 @@ extension VirtualReaderTests {
         @Test func aCorruptStoredPrintNamesTheFingerAndOtherFingersStillVerify() async throws {
             try await withRig(.device) { rig in
                 let enrollment = try rig.enrollment()
-                try await rig.queueEnrolment(of: "first")
+                try await rig.queueEnrollment(of: "first")
                 try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
-                try await rig.queueEnrolment(of: "second")
+                try await rig.queueEnrollment(of: "second")
                 try await enrollment.enroll(.rightMiddle, timeout: .seconds(10))
 
                 let store = try #require(enrollment.store as? FileEnrollmentStore)
@@ -179,7 +179,7 @@ extension VirtualReaderTests {
         ])
         func unusablePrintDataIsAClearErrorAndTheReaderStaysUsable(what: String, data: [UInt8]) async throws {
             try await withRig(.device) { rig in
-                let good = try await rig.enrol(.leftThumb, as: "ok")
+                let good = try await rig.enroll(.leftThumb, as: "ok")
                 let bad = EnrolledPrint(finger: .rightRing, reader: rig.reader.identity, data: data)
                 let error = await fingerprintError {
                     _ = try await rig.backend.verify(bad, timeout: .seconds(5), events: { _ in })
@@ -197,7 +197,7 @@ extension VirtualReaderTests {
 
         @Test func aPrintFromAnotherReaderIsRefused() async throws {
             try await withRig(.device) { rig in
-                let good = try await rig.enrol(.leftThumb, as: "mine")
+                let good = try await rig.enroll(.leftThumb, as: "mine")
                 let elsewhere = ReaderIdentity(driver: "virtual_device", deviceID: "other")
                 let moved = EnrolledPrint(finger: .leftThumb, reader: elsewhere, data: good.data)
                 let error = await fingerprintError {

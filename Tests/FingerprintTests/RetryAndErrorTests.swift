@@ -15,7 +15,7 @@ extension VirtualReaderTests {
         @Test(arguments: retries)
         func retryDuringVerifyIsAnEventAndVerifyGoesOn(code: Int, hint: RetryHint) async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "r")
+                let print = try await rig.enroll(.rightIndex, as: "r")
                 try await rig.send("RETRY \(code)")
                 try await rig.send("SCAN r")
                 let log = EventLog()
@@ -25,7 +25,7 @@ extension VirtualReaderTests {
         }
 
         @Test(arguments: retries)
-        func retryDuringEnrolmentIsAnEventAndEnrolmentGoesOn(code: Int, hint: RetryHint) async throws {
+        func retryDuringEnrollmentIsAnEventAndEnrollmentGoesOn(code: Int, hint: RetryHint) async throws {
             try await withRig(.device) { rig in
                 try await rig.send("SCAN e")
                 try await rig.send("RETRY \(code)")
@@ -55,7 +55,7 @@ extension VirtualReaderTests {
         @Test(arguments: errors)
         func deviceErrorDuringVerifyIsMapped(code: Int, expected: FingerprintError) async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "x")
+                let print = try await rig.enroll(.rightIndex, as: "x")
                 try await rig.send("ERROR \(code)")
                 let error = await fingerprintError {
                     _ = try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in })
@@ -67,7 +67,7 @@ extension VirtualReaderTests {
         /// During enrolment every specific code, DATA_NOT_FOUND included,
         /// is an error, and nothing is stored.
         @Test(arguments: errors + [(7, .dataNotFound)])
-        func deviceErrorDuringEnrolmentIsMapped(code: Int, expected: FingerprintError) async throws {
+        func deviceErrorDuringEnrollmentIsMapped(code: Int, expected: FingerprintError) async throws {
             try await withRig(.device) { rig in
                 let enrollment = try rig.enrollment()
                 try await rig.send("SCAN q")
@@ -85,7 +85,7 @@ extension VirtualReaderTests {
         /// error it surfaces from delete; see the storage reader tests.)
         @Test func dataNotFoundDuringVerifyIsNoMatch() async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "nf")
+                let print = try await rig.enroll(.rightIndex, as: "nf")
                 try await rig.send("ERROR 7")
                 #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == false)
             }
@@ -93,7 +93,7 @@ extension VirtualReaderTests {
 
         @Test func dataNotFoundDuringIdentifyIsNoMatch() async throws {
             try await withRig(.storage) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "held")
+                let print = try await rig.enroll(.rightIndex, as: "held")
                 try await rig.send("SCAN never-enrolled")
                 let found = try await rig.backend.identify(among: [print], on: rig.reader.identity,
                                                            timeout: .seconds(10), events: { _ in })
@@ -122,7 +122,7 @@ extension VirtualReaderTests {
         @Test(arguments: [0, 1, 2, 3])
         func generalDeviceErrorsMeanNotAvailable(code: Int) async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "g")
+                let print = try await rig.enroll(.rightIndex, as: "g")
                 try await rig.send("ERROR \(code)")
                 let error = await fingerprintError {
                     _ = try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in })
@@ -135,7 +135,7 @@ extension VirtualReaderTests {
             }
         }
 
-        @Test func errorDuringEnrolmentIsMappedAndTheReaderStaysUsable() async throws {
+        @Test func errorDuringEnrollmentIsMappedAndTheReaderStaysUsable() async throws {
             try await withRig(.device) { rig in
                 let enrollment = try rig.enrollment()
                 try await rig.send("SCAN h")
@@ -146,7 +146,7 @@ extension VirtualReaderTests {
                 #expect(error == .tooHot)
                 #expect(try enrollment.enrolledFingers() == [])
 
-                try await rig.queueEnrolment(of: "h")
+                try await rig.queueEnrollment(of: "h")
                 try await enrollment.enroll(.rightThumb, timeout: .seconds(10))
                 #expect(try enrollment.enrolledFingers() == [.rightThumb])
             }

@@ -21,7 +21,7 @@ extension VirtualReaderTests {
 
         @Test func enrolledPrintIsListedWithItsFingerAndUser() async throws {
             try await withRig(.storage) { rig in
-                let print = try await rig.enrol(.rightIndex, as: Self.recordID, user: "alice")
+                let print = try await rig.enroll(.rightIndex, as: Self.recordID, user: "alice")
                 let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
                 #expect(listed.count == 1)
                 #expect(listed.first?.finger == .rightIndex)
@@ -32,7 +32,7 @@ extension VirtualReaderTests {
 
         @Test func aListedPrintCanBeDeleted() async throws {
             try await withRig(.storage) { rig in
-                _ = try await rig.enrol(.leftIndex, as: "listed-then-deleted")
+                _ = try await rig.enroll(.leftIndex, as: "listed-then-deleted")
                 let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
                 let only = try #require(listed.first)
                 try await rig.backend.deleteDevicePrint(only, timeout: .seconds(10))
@@ -42,7 +42,7 @@ extension VirtualReaderTests {
 
         @Test func enrollingTheSameFingerAgainIsRefusedAsDuplicate() async throws {
             try await withRig(.storage) { rig in
-                _ = try await rig.enrol(.rightIndex, as: "dup")
+                _ = try await rig.enroll(.rightIndex, as: "dup")
                 // The reader refuses at the first touch of a print it holds.
                 try await rig.send("SCAN dup")
                 let error = await fingerprintError {
@@ -57,8 +57,8 @@ extension VirtualReaderTests {
 
         @Test func identifyFindsTheTouchedFingerAmongSeveral() async throws {
             try await withRig(.storage) { rig in
-                let index = try await rig.enrol(.rightIndex, as: "idx")
-                let thumb = try await rig.enrol(.rightThumb, as: "thb")
+                let index = try await rig.enroll(.rightIndex, as: "idx")
+                let thumb = try await rig.enroll(.rightThumb, as: "thb")
                 try await rig.send("SCAN thb")
                 let found = try await rig.backend.identify(among: [index, thumb], on: rig.reader.identity,
                                                            timeout: .seconds(10), events: { _ in })
@@ -72,8 +72,8 @@ extension VirtualReaderTests {
 
         @Test func identifyReturnsNilForAFingerOutsideTheGallery() async throws {
             try await withRig(.storage) { rig in
-                let index = try await rig.enrol(.rightIndex, as: "in-gallery")
-                _ = try await rig.enrol(.leftIndex, as: "not-in-gallery")
+                let index = try await rig.enroll(.rightIndex, as: "in-gallery")
+                _ = try await rig.enroll(.leftIndex, as: "not-in-gallery")
                 try await rig.send("SCAN not-in-gallery")
                 let found = try await rig.backend.identify(among: [index], on: rig.reader.identity,
                                                            timeout: .seconds(10), events: { _ in })
@@ -83,7 +83,7 @@ extension VirtualReaderTests {
 
         @Test func identifyRetriesGoOn() async throws {
             try await withRig(.storage) { rig in
-                let index = try await rig.enrol(.rightIndex, as: "ir")
+                let index = try await rig.enroll(.rightIndex, as: "ir")
                 try await rig.send("RETRY 2")
                 try await rig.send("SCAN ir")
                 let log = EventLog()
@@ -96,7 +96,7 @@ extension VirtualReaderTests {
 
         @Test func deleteRemovesThePrintAndASecondDeleteReportsItMissing() async throws {
             try await withRig(.storage) { rig in
-                let print = try await rig.enrol(.leftMiddle, as: "del")
+                let print = try await rig.enroll(.leftMiddle, as: "del")
                 try await rig.backend.deleteDevicePrint(DevicePrint(print), timeout: .seconds(10))
                 let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
                 #expect(listed.isEmpty)
@@ -110,9 +110,9 @@ extension VirtualReaderTests {
         @Test func enrollmentOnAStorageReaderUsesIdentifyAndRemovesFromTheReader() async throws {
             try await withRig(.storage) { rig in
                 let enrollment = try rig.enrollment()
-                try await rig.queueEnrolment(of: "m1")
+                try await rig.queueEnrollment(of: "m1")
                 try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
-                try await rig.queueEnrolment(of: "m2")
+                try await rig.queueEnrollment(of: "m2")
                 try await enrollment.enroll(.leftIndex, timeout: .seconds(10))
                 try await rig.send("SCAN m2")
                 #expect(try await enrollment.verifyAny(timeout: .seconds(10)) == .leftIndex)

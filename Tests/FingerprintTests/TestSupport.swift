@@ -29,13 +29,13 @@ func waitUntil(_ what: String, limit: Duration = .seconds(10), _ condition: () -
 
 extension VirtualRig {
     /// Queues the touches of a full enrolment of print `id`.
-    func queueEnrolment(of id: String) async throws {
+    func queueEnrollment(of id: String) async throws {
         for _ in 0..<reader.enrollStages { try await send("SCAN \(id)") }
     }
 
     /// Enrols `finger` with touches of print `id` through `backend` directly.
-    func enrol(_ finger: Finger, as id: String, user: String = "alice") async throws -> EnrolledPrint {
-        try await queueEnrolment(of: id)
+    func enroll(_ finger: Finger, as id: String, user: String = "alice") async throws -> EnrolledPrint {
+        try await queueEnrollment(of: id)
         return try await backend.enroll(finger, username: user, on: reader.identity,
                                         timeout: .seconds(10), events: { _ in })
     }

@@ -8,7 +8,7 @@ extension VirtualReaderTests {
     @Suite struct Verify {
         @Test func sameFingerMatchesAndOtherFingerDoesNot() async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "alice-right-index")
+                let print = try await rig.enroll(.rightIndex, as: "alice-right-index")
                 try await rig.send("SCAN alice-right-index")
                 #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == true)
                 try await rig.send("SCAN somebody-else")
@@ -18,7 +18,7 @@ extension VirtualReaderTests {
 
         @Test func cancellingAVerifyReturnsPromptlyAndTheReaderStaysUsable() async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "c")
+                let print = try await rig.enroll(.rightIndex, as: "c")
                 let waiting = Task {
                     try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
                 }
@@ -40,7 +40,7 @@ extension VirtualReaderTests {
 
         @Test func aTaskCancelledBeforeTheVerifyStartsNeverWaits() async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.leftThumb, as: "early")
+                let print = try await rig.enroll(.leftThumb, as: "early")
                 let waiting = Task {
                     withUnsafeCurrentTask { $0?.cancel() }
                     return try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
@@ -54,7 +54,7 @@ extension VirtualReaderTests {
 
         @Test func verifyWithNoTouchTimesOut() async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "t")
+                let print = try await rig.enroll(.rightIndex, as: "t")
                 let started = ContinuousClock.now
                 let error = await fingerprintError {
                     _ = try await rig.backend.verify(print, timeout: .milliseconds(400), events: { _ in })
@@ -71,7 +71,7 @@ extension VirtualReaderTests {
 
         @Test func identifyIsRefusedByAReaderThatCannotIdentify() async throws {
             try await withRig(.device) { rig in
-                let print = try await rig.enrol(.rightIndex, as: "i")
+                let print = try await rig.enroll(.rightIndex, as: "i")
                 let error = await fingerprintError {
                     _ = try await rig.backend.identify(among: [print], on: rig.reader.identity,
                                                        timeout: .seconds(5), events: { _ in })

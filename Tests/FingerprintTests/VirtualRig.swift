@@ -1,4 +1,5 @@
 import Foundation
+import TouchstoneSimulator
 import Glibc
 import Testing
 @testable import TouchstoneFingerprint

@@ -58,13 +58,13 @@ struct PasscodeTests {
             #expect(try tpm.unseal(resealed, via: .biometric) == key)
 
             // The enrolment index follows the passcode too.
-            try tpm.changeEnrolmentIndexPasscode(enrolled.index, from: rightPasscode, to: newPasscode)
+            try tpm.changeEnrollmentIndexPasscode(enrolled.index, from: rightPasscode, to: newPasscode)
             let next = randomState()
             #expect(throws: TPMError.wrongPasscode) {
-                try tpm.writeEnrolmentState(enrolled.index, state: next, passcode: rightPasscode)
+                try tpm.writeEnrollmentState(enrolled.index, state: next, passcode: rightPasscode)
             }
-            try tpm.writeEnrolmentState(enrolled.index, state: next, passcode: newPasscode)
-            #expect(try tpm.readEnrolmentState(enrolled.index) == next)
+            try tpm.writeEnrollmentState(enrolled.index, state: next, passcode: newPasscode)
+            #expect(try tpm.readEnrollmentState(enrolled.index) == next)
         }
     }
 
@@ -74,10 +74,10 @@ struct PasscodeTests {
             try tpm.setDictionaryAttackParameters(maxTries: 10, recoveryTime: 600, lockoutRecovery: 0)
             let enrolled = try Enrolled(tpm)
             #expect(throws: TPMError.wrongPasscode) {
-                try tpm.changeEnrolmentIndexPasscode(enrolled.index, from: wrongPasscode, to: wrongPasscode)
+                try tpm.changeEnrollmentIndexPasscode(enrolled.index, from: wrongPasscode, to: wrongPasscode)
             }
             // Still the old passcode.
-            try tpm.writeEnrolmentState(enrolled.index, state: randomState(), passcode: rightPasscode)
+            try tpm.writeEnrollmentState(enrolled.index, state: randomState(), passcode: rightPasscode)
         }
     }
 }

@@ -62,7 +62,7 @@ struct PolicyDigestTests {
             try tool("tpm2_policycommandcode", ["-S", "s.ctx", "-L", "s.pol", "TPM2_CC_NV_ChangeAuth"])
             try tool("tpm2_flushcontext", ["s.ctx"])
             let theirs = try [UInt8](Data(contentsOf: URL(fileURLWithPath: rig.directory + "/s.pol")))
-            #expect(hexString(theirs) == TPM.enrolmentIndexPolicy().description)
+            #expect(hexString(theirs) == TPM.enrollmentIndexPolicy().description)
         }
     }
 

@@ -109,7 +109,7 @@ struct RobustnessTests {
         // The same instance reconnects; the SRK, the NV index and the blob all survived.
         #expect(try tpm.unseal(blob, via: .biometric) == key)
         #expect(try tpm.unseal(blob, via: .passcode(rightPasscode)) == key)
-        #expect(try tpm.readEnrolmentState(enrolled.index) == enrolled.state)
+        #expect(try tpm.readEnrollmentState(enrolled.index) == enrolled.state)
     }
 
     @Test("a TCTI that points nowhere, or a missing device: clear errors")

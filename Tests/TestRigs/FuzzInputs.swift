@@ -5,23 +5,23 @@ import Foundation
 /// `fuzz/crashes/<target>/`, where libFuzzer writes them. The replay tests
 /// run each through the same function the fuzzer calls, so an input that
 /// crashed once stays a regression test.
-public enum FuzzInputs {
+package enum FuzzInputs {
     /// The repository's `fuzz/` folder, found from this file's path.
-    public static let folder = URL(fileURLWithPath: #filePath)
+    package static let folder = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("fuzz")
 
-    public struct Input: Sendable, CustomStringConvertible {
+    package struct Input: Sendable, CustomStringConvertible {
         /// "seeds/<target>/<name>" or "crashes/<target>/<name>".
-        public let path: String
-        public let bytes: [UInt8]
-        public var isSeed: Bool { path.hasPrefix("seeds/") }
-        public var description: String { path }
+        package let path: String
+        package let bytes: [UInt8]
+        package var isSeed: Bool { path.hasPrefix("seeds/") }
+        package var description: String { path }
     }
 
     /// Every file (not starting with a dot) of the target's seeds and
     /// crashes, by path.
-    public static func inputs(_ target: String) throws -> [Input] {
+    package static func inputs(_ target: String) throws -> [Input] {
         var out: [Input] = []
         for kind in ["seeds", "crashes"] {
             let directory = folder.appendingPathComponent(kind).appendingPathComponent(target)

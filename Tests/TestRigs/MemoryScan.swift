@@ -15,14 +15,14 @@ import TouchstoneTPM
 /// random pad, in two arrays), so a test that scans its own memory does not
 /// find its own needles: the plain bytes exist only one at a time, in
 /// registers or a local, while the needle is built and compared.
-public struct ScanNeedle: Sendable {
-    public let label: String
+package struct ScanNeedle: Sendable {
+    package let label: String
     let masked: [UInt8]
     let pad: [UInt8]
 
-    public var count: Int { masked.count }
+    package var count: Int { masked.count }
 
-    public init(_ label: String, _ bytes: UnsafeRawBufferPointer) {
+    package init(_ label: String, _ bytes: UnsafeRawBufferPointer) {
         precondition(bytes.count >= 8, "a needle of fewer than 8 bytes would match by chance")
         self.label = label
         let pad = SecureBytes.random(count: bytes.count).withUnsafeBytes { Array($0) }
@@ -30,14 +30,14 @@ public struct ScanNeedle: Sendable {
         masked = (0..<bytes.count).map { bytes[$0] ^ pad[$0] }
     }
 
-    public init(_ label: String, _ bytes: SecureBytes) {
+    package init(_ label: String, _ bytes: SecureBytes) {
         self = bytes.withUnsafeBytes { ScanNeedle(label, $0) }
     }
 
     @inline(__always) func byte(_ i: Int) -> UInt8 { masked[i] ^ pad[i] }
 
     /// Whether `bytes` are exactly the needle (compared a byte at a time).
-    public func matches(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    package func matches(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count == count && (0..<count).allSatisfy { bytes[$0] == byte($0) }
     }
 }
@@ -50,38 +50,38 @@ public struct ScanNeedle: Sendable {
 /// session ends; nothing in ESYS's API reaches it first. Those copies
 /// cannot be told apart from a copy of Touchstone's own, so no authValue
 /// hit fails a test; the passcode itself is checked strictly.
-public func isKnownTSSResidue(_ hit: MemoryScanReport.Hit) -> Bool {
+package func isKnownTSSResidue(_ hit: MemoryScanReport.Hit) -> Bool {
     hit.label.hasSuffix("authValue")
 }
 
 /// What a scan found.
-public struct MemoryScanReport: CustomStringConvertible, Sendable {
+package struct MemoryScanReport: CustomStringConvertible, Sendable {
     /// One copy (whole or partial) of a needle.
-    public struct Hit: CustomStringConvertible, Sendable {
-        public let label: String
-        public let address: UInt
+    package struct Hit: CustomStringConvertible, Sendable {
+        package let label: String
+        package let address: UInt
         /// Which bytes of the needle are there (at least `minimumMatch`).
-        public let needleBytes: Range<Int>
+        package let needleBytes: Range<Int>
         /// The /proc/PID/maps line of the mapping it is in.
-        public let mapping: String
+        package let mapping: String
 
-        public var description: String {
+        package var description: String {
             "\(label)[\(needleBytes.lowerBound)..<\(needleBytes.upperBound)] at 0x\(String(address, radix: 16)) in \(mapping)"
         }
     }
 
-    public internal(set) var hits: [Hit] = []
+    package internal(set) var hits: [Hit] = []
     /// Readable mappings listed, and bytes read from them.
-    public internal(set) var mappings = 0
-    public internal(set) var bytesRead = 0
+    package internal(set) var mappings = 0
+    package internal(set) var bytesRead = 0
     /// Pages the kernel refused to read (EIO: [vvar], device memory, or a
     /// mapping that went away while the scan ran) and the mappings they are in.
-    public internal(set) var unreadablePages = 0
-    public internal(set) var unreadableMappings: [String] = []
+    package internal(set) var unreadablePages = 0
+    package internal(set) var unreadableMappings: [String] = []
     /// Bytes skipped on purpose (the scanner's own buffer, the caller's exclusions).
-    public internal(set) var bytesExcluded = 0
+    package internal(set) var bytesExcluded = 0
 
-    public var description: String {
+    package var description: String {
         var text = "\(mappings) readable mappings, \(bytesRead / 1024) KiB read, \(unreadablePages) unreadable pages"
         if !unreadableMappings.isEmpty { text += " (\(unreadableMappings.joined(separator: "; ")))" }
         text += ", \(bytesExcluded) bytes excluded, \(hits.count) hits"
@@ -90,12 +90,12 @@ public struct MemoryScanReport: CustomStringConvertible, Sendable {
     }
 }
 
-public enum MemoryScanner {
+package enum MemoryScanner {
     /// Scans `pid` (nil: this process) for `needles`. `excluding` lists
     /// address ranges not to search (buffers the caller holds on purpose).
     /// The target should be stopped (or be this process): memory that
     /// changes during the scan may be read half old, half new.
-    public static func scan(pid: pid_t? = nil, needles: [ScanNeedle], minimumMatch: Int = 16,
+    package static func scan(pid: pid_t? = nil, needles: [ScanNeedle], minimumMatch: Int = 16,
                             excluding: [Range<UInt>] = []) throws -> MemoryScanReport {
         precondition(minimumMatch >= 16, "with 8-byte anchors at aligned addresses, runs of 16 bytes or more are always seen")
         let procPath = pid.map { "/proc/\($0)" } ?? "/proc/self"
@@ -293,13 +293,13 @@ final class AnchorTable {
 /// Whether the page holding `address` is locked in memory (mlock): its
 /// mapping in /proc/self/smaps carries the `lo` flag. mlock splits
 /// mappings at page bounds, so the flag is exact per page.
-public func isMemoryLocked(_ address: UnsafeRawPointer) throws -> Bool {
+package func isMemoryLocked(_ address: UnsafeRawPointer) throws -> Bool {
     try memoryFlags(address).contains("lo")
 }
 
 /// The VmFlags of the mapping holding `address` in /proc/self/smaps (`lo`:
 /// locked, `dd`: left out of core dumps, ...).
-public func memoryFlags(_ address: UnsafeRawPointer) throws -> [String] {
+package func memoryFlags(_ address: UnsafeRawPointer) throws -> [String] {
     guard let text = readProcFile("/proc/self/smaps") else {
         throw RigFailure("cannot read /proc/self/smaps")
     }

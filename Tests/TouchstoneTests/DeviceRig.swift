@@ -1,7 +1,9 @@
 import Foundation
 import TestRigs
-import Touchstone
+import Testing
+@testable import Touchstone
 import TouchstoneFingerprint
+import TouchstoneSimulator
 import TouchstoneSecure
 import TouchstoneTPM
 
@@ -23,15 +25,25 @@ final class DeviceRig: @unchecked Sendable {
     let socket: VirtualReaderSocket
     let device: TouchstoneDevice
 
-    init(passcode: Bool = true) throws {
+    init(passcode: Bool = true) async throws {
         tpmRig = try SwtpmRig()
         socket = VirtualReaderSocket(path: tpmRig.directory + "/reader")
         let configuration = Configuration(home: URL(fileURLWithPath: tpmRig.directory + "/home"),
-                                          tcti: tpmRig.swtpm.tcti, reader: .virtual(socket: socket.path), user: "tester")
+                                          tpm: .tcti(tpmRig.swtpm.tcti), reader: .virtual(socket: socket.path), user: "tester")
         // Room for the wrong-passcode cases without tripping the TPM's lockout.
         try TPM(tcti: tpmRig.swtpm.tcti).setDictionaryAttackParameters(maxTries: 100, recoveryTime: 1, lockoutRecovery: 1)
-        device = try TouchstoneDevice(configuration: configuration)
-        if passcode { try device.setPasscode(bytes(thePasscode)) }
+        device = try await TouchstoneDevice(configuration: configuration)
+        if passcode { try await device.setPasscode(bytes(thePasscode)) }
+    }
+
+    /// The failed matches in a row, as the vault counts them.
+    func biometricFailures() async throws -> Int {
+        try await device.withBackend { vault, _ in try vault.biometricFailures() }
+    }
+
+    /// TPM commands the device's engine has sent so far.
+    func tpmCommandCount() async throws -> Int {
+        try await device.withBackend { _, tpm in tpm.commandCount }
     }
 
     deinit {
@@ -84,7 +96,8 @@ final class DeviceRig: @unchecked Sendable {
         do { return .success(text(try await task.value)) } catch let error as KeychainError {
             return .failure(error)
         } catch {
-            return .failure(.failure("\(error)"))
+            Issue.record("a keychain read threw \(error), not a KeychainError")
+            return .failure(.invalidItem("\(error)"))
         }
     }
 
@@ -128,9 +141,9 @@ final class Person: AuthenticationInteraction, @unchecked Sendable {
         try? await Task.sleep(for: .seconds(3600))
     }
 
-    func passcode(reason: String) async throws -> SecureBytes {
+    func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes {
         passcodePrompts.withLock { $0 += 1 }
-        guard let passcodeText else { throw AuthenticationError.userCancel }
+        guard let passcodeText else { throw .userCancel }
         return bytes(passcodeText)
     }
 }

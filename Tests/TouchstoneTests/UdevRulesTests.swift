@@ -1,4 +1,5 @@
 import Foundation
+import TouchstoneSimulator
 import Testing
 import TouchstoneTPM
 

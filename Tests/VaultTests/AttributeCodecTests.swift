@@ -10,7 +10,9 @@ struct AttributeCodecTests {
     static let accessControls: [AccessControl] = [
         .none, .userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode,
         .and(.biometryAny, .devicePasscode), .and(.biometryCurrentSet, .devicePasscode),
-        .or(.biometryCurrentSet, .devicePasscode), .or(.devicePasscode, .biometryAny, .biometryCurrentSet),
+        .or(.biometryCurrentSet, .devicePasscode),
+        // Both biometric flags: refused for new items, but earlier releases stored such records.
+        AccessControl(stored: [.devicePasscode, .biometryAny, .biometryCurrentSet], combination: .any),
     ]
 
     static func sample(_ access: AccessControl, full: Bool) -> ItemAttributes {

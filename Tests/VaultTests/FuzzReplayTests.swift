@@ -21,6 +21,6 @@ struct ItemRecordFuzzReplayTests {
         #expect(raw.contains { $0.first == AttributeCodec.format && $0.withUnsafeBytes { AttributeCodec.decode($0) } != nil },
                 "no seed is a valid binary attributes record")
         #expect(raw.contains { WrapCodec.decode($0) != nil }, "no seed is a valid keys record")
-        #expect(seeds.contains { (try? AccessControl(spec: $0)) != nil }, "no seed is a valid access spec")
+        #expect(seeds.contains { (try? AccessControl(parsing: $0)) != nil }, "no seed is a valid access spec")
     }
 }

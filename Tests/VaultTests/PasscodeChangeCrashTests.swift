@@ -24,9 +24,9 @@ struct PasscodeChangeCrashTests {
     /// Turns the rig's vault into one made before the derived authValue:
     /// the index takes the passcode itself, and `index_auth` is absent.
     func makeLegacy(_ rig: VaultRig) throws -> UInt32 {
-        let index = try #require(try rig.vault.enrolmentIndex())
+        let index = try #require(try rig.vault.enrollmentIndex())
         let (derived, _) = try rig.vault.indexAuth(rightPasscode)
-        try rig.tpm.changeEnrolmentIndexPasscode(index, from: derived, to: rightPasscode)
+        try rig.tpm.changeEnrollmentIndexPasscode(index, from: derived, to: rightPasscode)
         try rig.vault.setMeta("index_auth", nil)
         return index
     }
@@ -37,11 +37,11 @@ struct PasscodeChangeCrashTests {
     func derivedAuth() throws {
         let rig = try rig()
         let vault = rig.vault
-        let index = try #require(try vault.enrolmentIndex())
+        let index = try #require(try vault.enrollmentIndex())
         let state = try vault.currentDomainState()!
-        #expect(throws: TPMError.wrongPasscode) { try rig.tpm.writeEnrolmentState(index, state: state, passcode: rightPasscode) }
+        #expect(throws: TPMError.wrongPasscode) { try rig.tpm.writeEnrollmentState(index, state: state, passcode: rightPasscode) }
         let (before, _) = try vault.indexAuth(rightPasscode)
-        try rig.tpm.writeEnrolmentState(index, state: state, passcode: before)
+        try rig.tpm.writeEnrollmentState(index, state: state, passcode: before)
 
         let newPasscode = PasscodeAuth(passcodeString: "brand new")
         try vault.changePasscode(from: rightPasscode, to: newPasscode)
@@ -49,21 +49,21 @@ struct PasscodeChangeCrashTests {
         #expect(after.value == before.value)
         // The new passcode does everything: opens, and changes the enrolled set.
         #expect(string(try vault.secret(service: "s", account: "p", proof: VaultProof(passcode: newPasscode))) == "p")
-        try vault.enrolmentChanged(to: randomState(), passcode: newPasscode)
+        try vault.enrollmentChanged(to: randomState(), passcode: newPasscode)
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "c", proof: finger) }
         // The old one nothing.
-        #expect(throws: VaultError.tpm(.wrongPasscode)) { try vault.enrolmentChanged(to: randomState(), passcode: rightPasscode) }
+        #expect(throws: VaultError.tpm(.wrongPasscode)) { try vault.enrollmentChanged(to: randomState(), passcode: rightPasscode) }
     }
 
     @Test("a vault from before moves to the derived value at its first enrolment change")
-    func legacyMovesOnEnrolment() throws {
+    func legacyMovesOnEnrollment() throws {
         let rig = try rig()
         let index = try makeLegacy(rig)
         let tries = try failedTries(rig)
-        try rig.vault.enrolmentChanged(to: randomState(), passcode: rightPasscode)
+        try rig.vault.enrollmentChanged(to: randomState(), passcode: rightPasscode)
         #expect(try rig.vault.meta("index_auth") == Vault.indexAuthScheme)
         #expect(throws: TPMError.wrongPasscode) {
-            try rig.tpm.writeEnrolmentState(index, state: randomState(), passcode: rightPasscode)
+            try rig.tpm.writeEnrollmentState(index, state: randomState(), passcode: rightPasscode)
         }
         #expect(try failedTries(rig) == tries + 1)  // that last refusal, nothing before
         #expect(throws: VaultError.itemInvalidated) { try rig.vault.secret(service: "s", account: "c", proof: finger) }
@@ -77,11 +77,11 @@ struct PasscodeChangeCrashTests {
         let (derived, _) = try rig.vault.indexAuth(rightPasscode)  // moves and records...
         try rig.vault.setMeta("index_auth", nil)                  // ...then the record is lost
         #expect(throws: TPMError.wrongPasscode) {
-            try rig.tpm.writeEnrolmentState(index, state: randomState(), passcode: rightPasscode)
+            try rig.tpm.writeEnrollmentState(index, state: randomState(), passcode: rightPasscode)
         }
-        try rig.vault.enrolmentChanged(to: randomState(), passcode: rightPasscode)
+        try rig.vault.enrollmentChanged(to: randomState(), passcode: rightPasscode)
         #expect(try rig.vault.meta("index_auth") == Vault.indexAuthScheme)
-        try rig.tpm.writeEnrolmentState(index, state: try rig.vault.currentDomainState()!, passcode: derived)
+        try rig.tpm.writeEnrollmentState(index, state: try rig.vault.currentDomainState()!, passcode: derived)
         #expect(string(try rig.vault.secret(service: "s", account: "p", proof: passcode)) == "p")
     }
 
@@ -92,10 +92,10 @@ struct PasscodeChangeCrashTests {
         let newPasscode = PasscodeAuth(passcode: SecureBytes.random(count: 16))
         // The old kind of change, cut after its NV_ChangeAuth: the index
         // takes the new passcode, the database still the old one.
-        try rig.tpm.changeEnrolmentIndexPasscode(index, from: rightPasscode, to: newPasscode)
+        try rig.tpm.changeEnrollmentIndexPasscode(index, from: rightPasscode, to: newPasscode)
         try rig.vault.changePasscode(from: rightPasscode, to: newPasscode)
         #expect(try rig.vault.meta("index_auth") == Vault.indexAuthScheme)
-        try rig.vault.enrolmentChanged(to: randomState(), passcode: newPasscode)
+        try rig.vault.enrollmentChanged(to: randomState(), passcode: newPasscode)
         #expect(string(try rig.vault.secret(service: "s", account: "p", proof: VaultProof(passcode: newPasscode))) == "p")
         #expect(throws: VaultError.tpm(.wrongPasscode)) {
             try rig.vault.secret(service: "s", account: "p", proof: passcode)

@@ -73,7 +73,7 @@ struct VaultItemTests {
     }
 
     @Test("an enrolment change closes biometry-current-set for good, keeps biometry-any, and 'or passcode' still opens")
-    func enrolmentChange() throws {
+    func enrollmentChange() throws {
         let rig = try VaultRig()
         let vault = rig.vault
         func add(_ account: String, _ access: AccessControl) throws {
@@ -91,7 +91,7 @@ struct VaultItemTests {
         }
         #expect(string(try vault.secret(service: "s", account: "current-and-passcode", proof: both)) == "current-and-passcode")
 
-        try vault.enrolmentChanged(to: randomState(), passcode: rightPasscode)
+        try vault.enrollmentChanged(to: randomState(), passcode: rightPasscode)
 
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "current", proof: both) }
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "current-and-passcode", proof: both) }
@@ -106,18 +106,18 @@ struct VaultItemTests {
         try add("current-2", .biometryCurrentSet)
         #expect(string(try vault.secret(service: "s", account: "current-2", proof: finger)) == "current-2")
         // Another change, then the old state never comes back.
-        try vault.enrolmentChanged(to: randomState(), passcode: rightPasscode)
+        try vault.enrollmentChanged(to: randomState(), passcode: rightPasscode)
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "current-2", proof: finger) }
         #expect(string(try vault.secret(service: "s", account: "any", proof: finger)) == "any")
     }
 
     @Test("an enrolment change needs the right passcode; a wrong one changes nothing")
-    func enrolmentChangeNeedsPasscode() throws {
+    func enrollmentChangeNeedsPasscode() throws {
         let rig = try VaultRig()
         try rig.tpm.setDictionaryAttackParameters(maxTries: 10, recoveryTime: 600, lockoutRecovery: 0)
         try rig.vault.add(secret("c"), attributes: ItemAttributes(service: "s", account: "c", access: .biometryCurrentSet))
         let before = try rig.vault.currentDomainState()
-        #expect(throws: VaultError.tpm(.wrongPasscode)) { try rig.vault.enrolmentChanged(to: randomState(), passcode: wrongPasscode) }
+        #expect(throws: VaultError.tpm(.wrongPasscode)) { try rig.vault.enrollmentChanged(to: randomState(), passcode: wrongPasscode) }
         #expect(try rig.vault.currentDomainState() == before)
         #expect(string(try rig.vault.secret(service: "s", account: "c", proof: finger)) == "c")
     }
@@ -135,7 +135,7 @@ struct VaultItemTests {
         #expect(string(try vault.secret(service: "s", account: "p", proof: VaultProof(passcode: newPasscode))) == "p")
         #expect(throws: VaultError.tpm(.wrongPasscode)) { try vault.secret(service: "s", account: "p", proof: passcode) }
         #expect(string(try vault.secret(service: "s", account: "u", proof: finger)) == "u")
-        try vault.enrolmentChanged(to: randomState(), passcode: newPasscode)
+        try vault.enrollmentChanged(to: randomState(), passcode: newPasscode)
         #expect(string(try vault.secret(service: "s", account: "u", proof: finger)) == "u")
     }
 

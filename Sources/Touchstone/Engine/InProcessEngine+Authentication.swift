@@ -1,0 +1,160 @@
+import Foundation
+import TouchstoneFingerprint
+import TouchstoneTPM
+import TouchstoneVault
+
+/// Authentication: a touch matched by libfprint on this machine, the
+/// passcode checked by the TPM, or both, as an access control asks; the
+/// failure count in front of the TPM's lockout.
+extension InProcessEngine {
+    package func availability(_ policy: AuthenticationPolicy) async -> Availability {
+        guard vault.isPasscodeSet else { return .passcodeNotSet }
+        let biometry = await biometricAvailability()
+        switch policy {
+        case .deviceOwnerAuthenticationWithBiometrics: return biometry
+        case .deviceOwnerAuthentication:
+            if case .available = biometry { return biometry }
+            return .available(.none)  // the passcode remains
+        }
+    }
+
+    private func biometricAvailability() async -> Availability {
+        if vault.isReadOnly { return .unavailable(reason: ReaderFailure.readOnlyVault.description) }
+        do {
+            if try vault.biometricFailures() >= AuthenticationContext.maximumBiometricFailures { return .lockedOut(.fingerprint) }
+            let enrollment = try await openReader()
+            if try enrollment.enrolledFingers().isEmpty { return .notEnrolled(.fingerprint) }
+            return .available(.fingerprint)
+        } catch {
+            return .unavailable(reason: "\(error)")
+        }
+    }
+
+    package func domainState() async throws(AuthenticationError) -> Data? {
+        try await authentication { try vault.currentDomainState().map { Data($0) } }
+    }
+
+    package func grant(for access: AccessControl, reason: String,
+                       from authenticator: any BiometricAuthenticating) async throws(AuthenticationError) -> any EngineGrant {
+        // Only this device's own contexts prove anything to its vault: a
+        // stand-in's success (a test double) opens nothing here.
+        throw .invalidContext
+    }
+
+    package func authenticate(_ access: AccessControl, reason: String,
+                              settings: ContextSettings) async throws(AuthenticationError) -> any EngineGrant {
+        try await authentication { InProcessGrant(try await proof(for: access, reason: reason, settings)) }
+    }
+
+    /// A proof that satisfies `access`, obtained with a touch and/or the passcode.
+    private func proof(for access: AccessControl, reason: String, _ settings: ContextSettings) async throws -> VaultProof {
+        guard vault.isPasscodeSet else { throw AuthenticationError.passcodeNotSet }
+        let interaction = settings.interaction
+        if settings.interactionNotAllowed || interaction == nil && access.allowsPasscode && !access.needsBiometry {
+            throw AuthenticationError.notInteractive
+        }
+        if access.combination == .all && access.needsBiometry && access.allowsPasscode {
+            try await matchFinger(reason: reason, passcodeAllowed: false, settings)
+            return try await askPasscode(reason: reason, settings).addingBiometricMatch()
+        }
+        if access.needsBiometry {
+            let biometryUsable = try !vault.isReadOnly
+                && vault.biometricFailures() < AuthenticationContext.maximumBiometricFailures
+                && !enrolledFingerList().isEmpty
+            if biometryUsable || !access.allowsPasscode {
+                do {
+                    if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, settings) {
+                        return VaultProof(biometricMatch: true)
+                    }
+                } catch let failure where access.allowsPasscode && Self.isUnavailable(failure) {
+                    // No usable reader (none, busy): the passcode remains,
+                    // as deviceOwnerAuthentication falls back on iOS.
+                }
+            }
+        }
+        // The passcode: the only way in, the fallback chosen, or biometry
+        // locked out / not enrolled with the passcode allowed.
+        return try await askPasscode(reason: reason, settings)
+    }
+
+    private static func isUnavailable(_ error: any Error) -> Bool {
+        if case .biometryNotAvailable = AuthenticationError(BackendFailure(error)) { return true }
+        return false
+    }
+
+    /// Waits for a touch. Returns true on a match, false when the person
+    /// asked for the passcode (allowed); throws otherwise.
+    @discardableResult
+    private func matchFinger(reason: String, passcodeAllowed: Bool, _ settings: ContextSettings) async throws -> Bool {
+        if vault.isReadOnly { throw BackendFailure.readerUnavailable(.readOnlyVault) }
+        if try vault.biometricFailures() >= AuthenticationContext.maximumBiometricFailures {
+            throw AuthenticationError.biometryLockout
+        }
+        if try enrolledFingerList().isEmpty { throw AuthenticationError.biometryNotEnrolled }
+        let enrollment = try await openReader()
+        let interaction = settings.interaction
+        let timeout = settings.touchTimeout
+        // Scan events come on libfprint's thread; the interaction gets
+        // them in order, awaited, on its own isolation.
+        let (events, continuation) = AsyncStream.makeStream(of: ScanEvent.self)
+        let delivery = Task { for await event in events { await interaction?.scanEvent(event) } }
+        defer {
+            continuation.finish()
+            delivery.cancel()
+        }
+        enum Outcome: Sendable { case matched, noMatch, fallback }
+        let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
+            group.addTask {
+                let finger = try await enrollment.verifyAny(timeout: timeout) { continuation.yield($0) }
+                return finger == nil ? .noMatch : .matched
+            }
+            if let interaction {
+                group.addTask {
+                    await interaction.waitForPasscodeRequest(reason: reason, passcodeAllowed: passcodeAllowed)
+                    try Task.checkCancellation()
+                    return .fallback
+                }
+            }
+            defer { group.cancelAll() }
+            guard let first = try await group.next() else { throw CancellationError() }
+            return first
+        }
+        switch outcome {
+        case .matched:
+            try vault.resetBiometricFailures()
+            return true
+        case .noMatch:
+            let failures = try vault.recordBiometricFailure()
+            throw failures >= AuthenticationContext.maximumBiometricFailures ? AuthenticationError.biometryLockout
+                                                                             : AuthenticationError.authenticationFailed
+        case .fallback:
+            guard passcodeAllowed else { throw AuthenticationError.userFallback }
+            return false
+        }
+    }
+
+    /// Asks for the passcode and has the TPM check it. A success clears the
+    /// biometric failure count and lockout.
+    private func askPasscode(reason: String, _ settings: ContextSettings) async throws -> VaultProof {
+        guard let interaction = settings.interaction, !settings.interactionNotAllowed else {
+            throw AuthenticationError.notInteractive
+        }
+        let typed = try await interaction.passcode(reason: reason)
+        let proof = try vault.verifyPasscode(PasscodeAuth(passcode: typed))
+        try vault.resetBiometricFailures()
+        return proof
+    }
+}
+
+/// The in-process engine's grant: the vault's proof.
+struct InProcessGrant: EngineGrant {
+    let proof: VaultProof
+
+    init(_ proof: VaultProof) { self.proof = proof }
+
+    func satisfies(_ access: AccessControl) -> Bool {
+        access.alternatives.contains { alternative in
+            alternative.allSatisfy { flag in flag == .devicePasscode ? proof.passcode != nil : proof.biometricMatch }
+        }
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import TouchstoneSecure
+import TouchstoneVault
+
+/// Items: the vault's, opened with the proof a grant carries.
+extension InProcessEngine {
+    package func add(_ secret: SecureBytes, attributes: ItemAttributes) async throws(KeychainError) {
+        try await keychain { try vault.add(secret, attributes: attributes) }
+    }
+
+    package func openAccess(service: String, account: String) async throws(KeychainError) -> AccessControl {
+        try await keychain { try vault.openAccess(service: service, account: account) }
+    }
+
+    package func secret(service: String, account: String, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+        let proof = try Self.proof(grant)
+        return try await keychain { try vault.secret(service: service, account: account, proof: proof) }
+    }
+
+    package func update(service: String, account: String, secret: SecureBytes?, label: String??, comment: String??,
+                        generic: Data??, grant: (any EngineGrant)?) async throws(KeychainError) {
+        let proof = try Self.proof(grant)
+        try await keychain {
+            try vault.update(service: service, account: account, secret: secret, label: label, comment: comment,
+                             generic: generic, proof: proof)
+        }
+    }
+
+    package func delete(service: String, account: String) async throws(KeychainError) {
+        try await keychain { try vault.delete(service: service, account: account) }
+    }
+
+    package func items(service: String?) async throws(KeychainError) -> [ListedItem] {
+        try await keychain { try vault.list(service: service) }
+    }
+
+    package func attributes(service: String, account: String) async throws(KeychainError) -> ItemAttributes {
+        try await keychain { try vault.attributes(service: service, account: account) }
+    }
+
+    /// The vault proof of a grant: none without one; a grant of another
+    /// engine proves nothing here.
+    private static func proof(_ grant: (any EngineGrant)?) throws(KeychainError) -> VaultProof {
+        guard let grant else { return .none }
+        guard let ours = grant as? InProcessGrant else { throw .authentication(.invalidContext) }
+        return ours.proof
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import TouchstoneFingerprint
+import TouchstoneSecure
+import TouchstoneSimulator
+import TouchstoneTPM
+import TouchstoneVault
+
+/// The in-process engine ("embedded"): the vault, the TPM and the reader in
+/// this process. Nothing to install; right for the simulator, CI and a
+/// single-user laptop. What it guarantees, and what a process running as
+/// the same user can still do, is in docs/threat-model.md.
+///
+/// An actor on a thread of its own (DedicatedThread): every vault and TPM
+/// call, which block, runs there; a touch is awaited on libfprint's thread
+/// with the actor free meanwhile.
+package actor InProcessEngine: Engine {
+    package nonisolated let configuration: Configuration
+    let thread: DedicatedThread
+    let tpm: TPM
+    let vault: Vault
+    let store: FileEnrollmentStore
+    let readerTarget: ReaderTarget
+    /// The reader, opened on first use; released by `close()`.
+    var reader: ReaderConnection?
+
+    package nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
+
+    private init(configuration: Configuration, thread: DedicatedThread, backend: Backend) {
+        self.configuration = configuration
+        self.thread = thread
+        tpm = backend.tpm
+        vault = backend.vault
+        store = backend.store
+        readerTarget = backend.readerTarget
+    }
+
+    deinit {
+        // The reader's backend and claim release themselves when they go.
+        thread.stop()
+    }
+
+    /// Opens the vault of `configuration` (creating it on first use) with
+    /// its TPM, on a new engine thread.
+    static func open(_ configuration: Configuration) async throws(DeviceError) -> InProcessEngine {
+        let thread = DedicatedThread(name: "touchstone-engine")
+        do {
+            let backend = try await thread.run { try Backend(configuration) }
+            return InProcessEngine(configuration: configuration, thread: thread, backend: backend)
+        } catch {
+            thread.stop()
+            throw DeviceError(BackendFailure(error))
+        }
+    }
+
+    package func close() async {
+        let open = reader
+        reader = nil
+        await open?.close()
+    }
+}
+
+/// What an engine opens: the state folder checked, the TPM and reader the
+/// configuration names resolved, the TPM connected, the vault and the
+/// enrolment store opened. Blocking work, done on the engine's thread.
+struct Backend: Sendable {
+    let tpm: TPM
+    let vault: Vault
+    let store: FileEnrollmentStore
+    let readerTarget: ReaderTarget
+
+    init(_ configuration: Configuration) throws {
+        // The state folder first: one the user cannot read would otherwise
+        // show as a simulator that is not running.
+        _ = try Vault.checkStateDirectory(configuration.home)
+        let tcti = try Self.tcti(configuration)
+        readerTarget = try ReaderTarget(configuration)
+        tpm = try TPM(tcti: tcti)
+        vault = try Vault(home: configuration.home, tpm: tpm)
+        do {
+            store = try FileEnrollmentStore(root: configuration.home.appendingPathComponent("prints"))
+        } catch {
+            throw BackendFailure.storage(StorageFailure(.database, "the enrolment store: \(error)"))
+        }
+    }
+
+    /// The TCTI string of the TPM `configuration` names. The simulator's
+    /// must be running.
+    static func tcti(_ configuration: Configuration) throws -> String {
+        switch configuration.tpm {
+        case .tcti(let tcti): return tcti
+        case .simulator:
+            let simulator = configuration.simulator
+            try simulator.checkPaths()
+            guard simulator.status.running else {
+                throw BackendFailure.tpm(TPMFailure(.unreachable, "the simulator is not running (no swtpm for \(simulator.directory))"))
+            }
+            return simulator.tcti
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+import Synchronization
+
+/// The controlling terminal (/dev/tty), when the process has one, and its
+/// echo switch for passcode entry.
+///
+/// The settings saved before echo was turned off are kept process-wide, so
+/// that an exit forced by a second Ctrl-C still restores them.
+enum Terminal {
+    private static let saved = SavedSettings()
+
+    /// A descriptor on /dev/tty, or nil without a controlling terminal.
+    static func open() -> Int32? {
+        let fd = Glibc.open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
+        return fd >= 0 ? fd : nil
+    }
+
+    /// Turns echo off on `fd` (a terminal) until `restoreEcho` is called.
+    static func disableEcho(_ fd: Int32) {
+        var settings = termios()
+        guard tcgetattr(fd, &settings) == 0 else { return }
+        saved.store(fd, settings)
+        settings.c_lflag &= ~tcflag_t(ECHO)
+        _ = tcsetattr(fd, TCSAFLUSH, &settings)
+    }
+
+    /// Restores what `disableEcho` changed (no-op if nothing was changed).
+    static func restoreEcho() {
+        guard let (fd, settings) = saved.take() else { return }
+        var original = settings
+        _ = tcsetattr(fd, TCSAFLUSH, &original)
+        _ = Glibc.write(fd, "\n", 1)
+    }
+
+    private final class SavedSettings: Sendable {
+        private let value = Mutex<(Int32, termios)?>(nil)
+
+        func store(_ fd: Int32, _ settings: termios) { value.withLock { $0 = (fd, settings) } }
+
+        func take() -> (Int32, termios)? {
+            value.withLock { value in
+                defer { value = nil }
+                return value
+            }
+        }
+    }
+}

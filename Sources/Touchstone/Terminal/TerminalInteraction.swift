@@ -1,0 +1,120 @@
+import Foundation
+
+/// The terminal's side of an authentication, as the `touchstone` command
+/// has it: prompts on stderr, Enter on the terminal to use the passcode
+/// instead of a touch, passcodes typed with echo off, or read one line each
+/// from a descriptor. Never from arguments or the environment.
+///
+/// Nonisolated on purpose: nothing here may run on the MainActor.
+public final class TerminalInteraction: AuthenticationInteraction {
+    /// The descriptor passcodes are read from, one line per passcode asked,
+    /// instead of the terminal (`touchstone --passcode-fd N`). With one, an
+    /// operation that accepts the passcode uses it without waiting for a
+    /// touch.
+    public let passcodeDescriptor: Int32?
+
+    public init(passcodeDescriptor: Int32? = nil) { self.passcodeDescriptor = passcodeDescriptor }
+
+    /// Whether a passcode can be asked at all (a descriptor, or a
+    /// controlling terminal).
+    public var canAskPasscode: Bool {
+        if passcodeDescriptor != nil { return true }
+        guard let tty = Terminal.open() else { return false }
+        close(tty)
+        return true
+    }
+
+    public func waitForPasscodeRequest(reason: String, passcodeAllowed: Bool) async {
+        if passcodeAllowed && passcodeDescriptor != nil { return }
+        let tty = passcodeAllowed ? Terminal.open() : nil
+        defer { if let tty { close(tty) } }
+        Self.say(reason)
+        Self.say(tty != nil ? "touch the reader (Enter: use passcode, Ctrl-C: cancel)"
+                            : "touch the reader (Ctrl-C: cancel)")
+        if let tty {
+            switch await LineReader.readLine(from: tty) {
+            case .line: return  // Enter: the person asks for the passcode
+            case .endOfInput, .cancelled, .failed: break
+            }
+        }
+        // Wait for the touch (or a cancel).
+        while !Task.isCancelled {
+            try? await Task.sleep(for: .seconds(3600))
+        }
+    }
+
+    public func scanEvent(_ event: ScanEvent) async {
+        Self.say(Self.line(for: event))
+    }
+
+    public func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes {
+        try await readPasscode(prompt: "Passcode: ")
+    }
+
+    /// The next passcode: from the descriptor, or typed on the terminal
+    /// after `prompt` with echo off. An empty one is refused; Ctrl-C or
+    /// Ctrl-D cancels (`userCancel`); no terminal and no descriptor is
+    /// `notInteractive`.
+    public func readPasscode(prompt: String) async throws(AuthenticationError) -> SecureBytes {
+        if let fd = passcodeDescriptor {
+            switch await LineReader.readLine(from: fd, limit: 1024) {
+            case .line(let passcode):
+                guard passcode.count > 0 else { throw .interactionFailed("--passcode-fd \(fd): the passcode line is empty") }
+                return passcode
+            case .endOfInput:
+                throw .interactionFailed("--passcode-fd \(fd): no more lines (one line is read per passcode asked)")
+            case .cancelled: throw .userCancel
+            case .failed(let why): throw .interactionFailed("--passcode-fd \(fd): \(why)")
+            }
+        }
+        guard let tty = Terminal.open() else { throw .notInteractive }
+        defer { close(tty) }
+        Self.write(prompt)
+        Terminal.disableEcho(tty)
+        let outcome = await LineReader.readLine(from: tty, limit: 1024)
+        Terminal.restoreEcho()
+        switch outcome {
+        case .line(let passcode):
+            guard passcode.count > 0 else { throw .interactionFailed("the passcode is empty") }
+            return passcode
+        case .endOfInput, .cancelled: throw .userCancel
+        case .failed(let why): throw .interactionFailed("reading the passcode: \(why)")
+        }
+    }
+
+    /// A new passcode: asked twice on the terminal (they must match), once
+    /// from a descriptor. `what` names it in the prompts ("New passcode").
+    public func readNewPasscode(what: String) async throws(AuthenticationError) -> SecureBytes {
+        let first = try await readPasscode(prompt: "\(what): ")
+        if passcodeDescriptor != nil { return first }
+        let again = try await readPasscode(prompt: "\(what), again: ")
+        guard first == again else { throw .interactionFailed("the two passcodes differ; nothing was changed") }
+        return first
+    }
+
+    /// Restores the terminal's echo if a passcode prompt turned it off (for
+    /// a process that exits in the middle of one).
+    public static func restoreTerminal() { Terminal.restoreEcho() }
+
+    /// How a scan event reads on the terminal.
+    public static func line(for event: ScanEvent) -> String {
+        switch event {
+        case .retry(let hint): "  \(hint.message)"
+        case .stage(let completed, let total): "Touch \(completed) of \(total)"
+        }
+    }
+
+    static func say(_ line: String) { write(line + "\n") }
+
+    /// Writes every byte to stderr, unbuffered, retrying short writes.
+    private static func write(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            let n = bytes[offset...].withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
+            if n < 0 && errno == EINTR { continue }
+            guard n > 0 else { return }
+            offset += n
+        }
+    }
+}

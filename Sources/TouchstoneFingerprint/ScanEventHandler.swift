@@ -1,0 +1,3 @@
+/// Receives `ScanEvent`s. Called on libfprint's thread: keep it short and
+/// hop elsewhere for real work.
+package typealias ScanEventHandler = @Sendable (ScanEvent) -> Void

@@ -1,0 +1,7 @@
+/// Something that happened during an operation, reported as it happens.
+public enum ScanEvent: Sendable, Hashable {
+    /// An enrolment touch was accepted: `completed` of `total` done.
+    case stage(completed: Int, total: Int)
+    /// A touch was rejected; the operation goes on.
+    case retry(RetryHint)
+}

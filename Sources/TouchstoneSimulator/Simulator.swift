@@ -1,0 +1,127 @@
+import Foundation
+import TouchstoneModel
+import TouchstoneTPM
+
+/// The simulator: a private swtpm and libfprint's virtual reader under a
+/// state folder's `sim/`, reached by the same code paths as a real TPM and
+/// reader. A device opened with `.simulator` for its TPM and reader uses
+/// them; `touch` puts a simulated finger on the reader while a process has
+/// it open (waiting for a touch).
+///
+/// In the simulator a finger is an id string: enrolling takes as many
+/// touches of one id as the reader has stages (five); a touch of another
+/// id does not match.
+public struct Simulator: Sendable, Hashable {
+    /// Wrong passcodes in a row that lock the simulator's TPM (its
+    /// dictionary-attack limit).
+    public static let maximumPasscodeTries: UInt32 = 10
+    /// Seconds after which the simulator's TPM forgets one wrong passcode.
+    public static let triesRecoverySeconds: UInt32 = 60
+
+    package let layout: SimulatorLayout
+
+    /// The simulator of the state folder `home`.
+    public init(home: URL) { layout = SimulatorLayout(home: home.path) }
+
+    /// `home/sim`.
+    public var directory: String { layout.directory }
+    /// swtpm's folder: its state, sockets, pid file and log.
+    public var tpmDirectory: String { layout.swtpm.directory }
+    /// The TCTI string of its swtpm.
+    public var tcti: String { layout.swtpm.tcti }
+    /// The virtual reader's socket (it listens while a process has the
+    /// reader open).
+    public var readerSocket: String { layout.readerSocket }
+
+    /// Whether its swtpm runs, and where everything is.
+    public var status: SimulatorStatus {
+        let swtpm = layout.swtpm
+        let pid = swtpm.pid
+        return SimulatorStatus(running: pid != nil, pid: pid, directory: directory, tcti: swtpm.tcti,
+                               readerSocket: readerSocket)
+    }
+
+    /// Refuses a state folder so deep that the sockets would not fit.
+    public func checkPaths() throws(SimulatorError) { try layout.checkPaths() }
+
+    /// What `start` found or did.
+    public enum Start: Sendable, Hashable {
+        /// Started: swtpm's pid.
+        case started(pid: Int32)
+        /// It was running already.
+        case alreadyRunning(pid: Int32)
+    }
+
+    /// Starts swtpm (its state kept across restarts) and sets its
+    /// dictionary-attack limits (`maximumPasscodeTries`, `triesRecoverySeconds`).
+    @discardableResult
+    public func start() throws(SimulatorError) -> Start {
+        try layout.checkPaths()
+        let swtpm = layout.swtpm
+        if let pid = swtpm.pid { return .alreadyRunning(pid: pid) }
+        try layout.createDirectories()
+        let pid = try swtpm.start()
+        do {
+            try TPM(tcti: swtpm.tcti).setDictionaryAttackParameters(
+                maxTries: Self.maximumPasscodeTries, recoveryTime: Self.triesRecoverySeconds,
+                lockoutRecovery: Self.triesRecoverySeconds)
+        } catch let error as TPMError {
+            throw .tpm(error.failure)
+        } catch {
+            throw .tpm(TPMFailure(.failed, "\(error)"))
+        }
+        return .started(pid: pid)
+    }
+
+    /// Stops swtpm the clean way (TPM2_Shutdown, then SIGTERM by pid);
+    /// its state stays. Returns the pid stopped, nil when it was not running.
+    @discardableResult
+    public func stop() throws(SimulatorError) -> Int32? {
+        try layout.checkPaths()
+        let swtpm = layout.swtpm
+        guard let pid = swtpm.pid else { return nil }
+        try swtpm.stop()
+        return pid
+    }
+
+    /// Puts simulated finger `finger` on the reader once, as soon as a
+    /// process has it open (waiting up to `wait`).
+    public func touch(_ finger: String, wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        try await send("SCAN \(finger)", wait: wait)
+    }
+
+    /// Makes the reader report a poor touch; it keeps waiting.
+    public func retry(_ retry: SimulatedRetry, wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        try await send("RETRY \(retry.libfprintCode)", wait: wait)
+    }
+
+    /// Makes the reader fail with a device error.
+    public func inject(_ error: SimulatedReaderError, wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        try await send("ERROR \(error.libfprintCode)", wait: wait)
+    }
+
+    /// Unplugs the reader from the process that has it open.
+    public func unplug(wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        try await send("UNPLUG", wait: wait)
+    }
+
+    private func send(_ command: String, wait: Duration) async throws(SimulatorError) {
+        try layout.checkPaths()
+        do {
+            try await VirtualReaderSocket(path: layout.readerSocket).send(command, wait: wait)
+        } catch {
+            if Task.isCancelled || error is CancellationError { throw .cancelled }
+            throw .readerNotOpen(socket: layout.readerSocket, waited: wait)
+        }
+    }
+}
+
+/// What `Simulator.status` reports.
+public struct SimulatorStatus: Sendable, Hashable, Encodable {
+    public var running: Bool
+    /// swtpm's pid, while it runs.
+    public var pid: Int32?
+    public var directory: String
+    public var tcti: String
+    public var readerSocket: String
+}

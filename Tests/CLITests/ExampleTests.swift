@@ -1,0 +1,106 @@
+import Foundation
+import Testing
+import TestRigs
+import TouchstoneSimulator
+
+/// The README's library example, built the way an app builds against
+/// Touchstone (a package of its own, Examples/, depending on the product),
+/// and run; and what such a package must not reach.
+@Suite("The README's library example, and the public API's edge (a package outside this one)", .serialized)
+struct ExampleTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+    static let examples = root + "/Examples"
+    /// One build folder for both builds below: the second finds Touchstone built.
+    static let scratch = examples + "/.build"
+
+    /// `swift build` of the package at `path`: the exit status and the output.
+    static func build(_ path: String, product: String? = nil) throws -> (Int32, String) {
+        let swift = try #require(Swtpm.which("swift") ?? (FileManager.default.isExecutableFile(atPath: "/opt/swift/usr/bin/swift")
+            ? "/opt/swift/usr/bin/swift" : nil), "no swift on PATH")
+        let output = try makeTemporaryDirectory("ts-example") + "/build.log"
+        var arguments = ["build", "--package-path", path, "--scratch-path", scratch]
+        if let product { arguments += ["--product", product] }
+        let status = try Swtpm.run(swift, arguments, output: output)
+        return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+    }
+
+    @Test("the README's example is Examples/Sources/KeychainExample/main.swift, word for word")
+    func readmeShowsTheExample() throws {
+        let readme = try String(contentsOfFile: Self.root + "/README.md", encoding: .utf8)
+        let section = try #require(readme.range(of: "## The library"))
+        let rest = readme[section.upperBound...]
+        let open = try #require(rest.range(of: "```swift\n"))
+        let close = try #require(rest[open.upperBound...].range(of: "```\n"))
+        let shown = String(rest[open.upperBound..<close.lowerBound])
+        let file = try String(contentsOfFile: Self.examples + "/Sources/KeychainExample/main.swift", encoding: .utf8)
+        #expect(shown == file)
+    }
+
+    @Test("it builds against the Touchstone product alone and runs as written: the simulator, a finger enrolled, an item read back with a touch")
+    func exampleBuildsAndRuns() throws {
+        let (status, log) = try Self.build(Self.examples, product: "KeychainExample")
+        try #require(status == 0, "swift build of Examples failed:\n\(log.suffix(4000))")
+        let directory = try makeTemporaryDirectory("ts-example-run")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        var environment = ProcessInfo.processInfo.environment
+        environment["TMPDIR"] = directory
+        let output = directory + "/out"
+        let ran = try Swtpm.run(Self.scratch + "/debug/KeychainExample", [], output: output, environment: environment)
+        let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""
+        #expect(ran == 0, "\(text)")
+        #expect(text.contains("enrolling: stage(completed: 5, total: 5)"), "\(text)")
+        #expect(text.contains("touch requested: Sign in to GitHub"), "\(text)")
+        #expect(text.split(separator: "\n").last == "token: ghp_example", "\(text)")
+        // It stopped its simulator and removed its state folder.
+        #expect((try FileManager.default.contentsOfDirectory(atPath: directory)).filter { $0.hasPrefix("touchstone-example") }.isEmpty)
+    }
+
+    /// A package outside this one that reaches for the backends.
+    static let outsider = """
+        import Touchstone
+        import TouchstoneFingerprint
+        import TouchstoneTPM
+        import TouchstoneVault
+
+        func reach(_ device: TouchstoneDevice) {
+            _ = device.vault
+            _ = device.tpm
+            _ = device.engine
+            _ = Vault.self
+            _ = TPM.self
+            _ = LibfprintReader.self
+        }
+        """
+
+    @Test("from a package outside this one, TouchstoneDevice.vault, .tpm, .engine, Vault, TPM and LibfprintReader are out of reach")
+    func backendsAreOutOfReach() throws {
+        let package = try makeTemporaryDirectory("ts-outsider")
+        defer { try? FileManager.default.removeItem(atPath: package) }
+        try FileManager.default.createDirectory(atPath: package + "/Sources/Outsider", withIntermediateDirectories: true)
+        try """
+            // swift-tools-version:6.0
+            import PackageDescription
+            let package = Package(
+                name: "Outsider",
+                dependencies: [.package(name: "Touchstone", path: "\(Self.root)")],
+                targets: [.executableTarget(name: "Outsider", dependencies: [.product(name: "Touchstone", package: "Touchstone")])],
+                swiftLanguageModes: [.v6])
+            """.write(toFile: package + "/Package.swift", atomically: true, encoding: .utf8)
+        // First the same package with nothing out of reach: it builds, so the
+        // failure below is the reach, not the set-up.
+        try "import Touchstone\nprint(Configuration.simulator(home: .init(fileURLWithPath: \"/tmp\")).tpm)\n"
+            .write(toFile: package + "/Sources/Outsider/main.swift", atomically: true, encoding: .utf8)
+        let (fine, fineLog) = try Self.build(package)
+        try #require(fine == 0, "the outsider package without the reach did not build:\n\(fineLog.suffix(4000))")
+
+        try (Self.outsider + "\n").write(toFile: package + "/Sources/Outsider/main.swift", atomically: true, encoding: .utf8)
+        let (status, log) = try Self.build(package)
+        #expect(status != 0, "the outsider reached the backends:\n\(log.suffix(4000))")
+        for name in ["vault", "tpm", "engine", "Vault", "TPM", "LibfprintReader"] {
+            #expect(log.contains("'\(name)' is inaccessible due to 'package' protection level")
+                        || log.contains("has no member '\(name)'") || log.contains("cannot find '\(name)' in scope"),
+                    "\(name) was not refused:\n\(log.suffix(4000))")
+        }
+    }
+}
