@@ -12,9 +12,21 @@ extension TouchstoneDevice {
         guard let engine = engine as? InProcessEngine else { throw BackendFailure.invalidInput("not an in-process device") }
         return try await engine.withBackend(body)
     }
+
+    /// Whether the engine's isolated work runs on its own thread.
+    func engineRunsOnItsThread() async -> Bool {
+        guard let engine = engine as? InProcessEngine else { return false }
+        return await engine.backendRunsOnItsThread()
+    }
+
+    /// Whether the caller runs on the engine's thread.
+    var isOnEngineThread: Bool { (engine as? InProcessEngine)?.thread.isCurrent ?? false }
 }
 
 extension InProcessEngine {
+    /// Whether the vault and TPM work of `withBackend` runs on the engine's thread.
+    func backendRunsOnItsThread() -> Bool { thread.isCurrent }
+
     func withBackend<R: Sendable>(_ body: @Sendable (Vault, TPM) throws -> R) throws -> R {
         try body(vault, tpm)
     }

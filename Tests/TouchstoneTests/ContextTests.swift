@@ -179,6 +179,23 @@ struct ContextTests {
         #expect(try await rig.device.keychain.get(Credentials.self, service: "api", account: "alice", context: context, reason: "r") == value)
     }
 
+    @Test("a real device's items open only through its own contexts: a stub's success, or another device's context, opens nothing")
+    func foreignAuthenticatorsOpenNothing() async throws {
+        let rig = try await DeviceRig()
+        try await rig.enroll(.rightIndex, as: "a")
+        try await rig.device.keychain.add(bytes("guarded"), service: "s", account: "g", access: .biometryAny)
+        // The path works with the device's own context and a matching touch.
+        #expect(try await rig.get("g", service: "s", touch: "a", passcode: nil).get() == "guarded")
+        await #expect(throws: KeychainError.authentication(.invalidContext)) {
+            try await rig.device.keychain.get(service: "s", account: "g", context: StubBiometrics(), reason: "r")
+        }
+        let other = try await DeviceRig()
+        let (foreign, _) = other.context(touch: "a", passcode: nil)
+        await #expect(throws: KeychainError.authentication(.invalidContext)) {
+            try await rig.device.keychain.get(service: "s", account: "g", context: foreign, reason: "r")
+        }
+    }
+
     @Test("the stub double reports what it is given, for apps' own tests")
     func stub() async {
         let ok = StubBiometrics()

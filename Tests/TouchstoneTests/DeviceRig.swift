@@ -88,10 +88,10 @@ final class DeviceRig: @unchecked Sendable {
     }
 
     /// Reads an item as that person would; the result or the keychain error.
-    func get(_ account: String, touch: String?, passcode: String?) async -> Result<String, KeychainError> {
+    func get(_ account: String, service: String = "table", touch: String?, passcode: String?) async -> Result<String, KeychainError> {
         let (context, person) = context(touch: touch, passcode: passcode)
         let device = self.device
-        let task = Task { try await device.keychain.get(service: "table", account: account, context: context, reason: "test") }
+        let task = Task { try await device.keychain.get(service: service, account: account, context: context, reason: "test") }
         person.task.withLock { $0 = { task.cancel() } }
         do { return .success(text(try await task.value)) } catch let error as KeychainError {
             return .failure(error)

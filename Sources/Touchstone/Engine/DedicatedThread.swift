@@ -18,10 +18,26 @@ final class DedicatedThread: SerialExecutor, Sendable {
     private let queue = Mutex(Queue())
     private let available = DispatchSemaphore(value: 0)
 
+    /// The thread, once it runs.
+    private let thread = Mutex<pthread_t?>(nil)
+
+    /// `name`: the thread's name as `ps -T` and debuggers show it (at most
+    /// 15 bytes, the kernel's limit).
     init(name: String) {
-        let thread = Thread { [self] in loop() }
-        thread.name = name
-        thread.start()
+        precondition(name.utf8.count <= 15, "thread names hold at most 15 bytes")
+        let started = DispatchSemaphore(value: 0)
+        Thread { [self] in
+            Thread.current.name = name
+            thread.withLock { $0 = pthread_self() }
+            started.signal()
+            loop()
+        }.start()
+        started.wait()
+    }
+
+    /// Whether the caller runs on this thread.
+    var isCurrent: Bool {
+        thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
     func enqueue(_ job: consuming ExecutorJob) {

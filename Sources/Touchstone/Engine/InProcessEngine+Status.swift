@@ -38,7 +38,7 @@ extension InProcessEngine {
                 // The vault (or what comes before it) failed, not
                 // necessarily the TPM: asked on its own.
                 status.vault.reason = error.description
-                let thread = DedicatedThread(name: "touchstone-status")
+                let thread = DedicatedThread(name: "ts-status")
                 defer { thread.stop() }
                 let reached = try? await thread.run { () throws -> Status.TPM in
                     var tpmStatus = Status.TPM(available: false, tcti: configuration.tpm.description)

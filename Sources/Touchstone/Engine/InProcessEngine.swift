@@ -14,6 +14,9 @@ import TouchstoneVault
 /// call, which block, runs there; a touch is awaited on libfprint's thread
 /// with the actor free meanwhile.
 package actor InProcessEngine: Engine {
+    /// The name of the engine's thread.
+    static let threadName = "ts-engine"
+
     package nonisolated let configuration: Configuration
     let thread: DedicatedThread
     let tpm: TPM
@@ -42,7 +45,7 @@ package actor InProcessEngine: Engine {
     /// Opens the vault of `configuration` (creating it on first use) with
     /// its TPM, on a new engine thread.
     static func open(_ configuration: Configuration) async throws(DeviceError) -> InProcessEngine {
-        let thread = DedicatedThread(name: "touchstone-engine")
+        let thread = DedicatedThread(name: InProcessEngine.threadName)
         do {
             let backend = try await thread.run { try Backend(configuration) }
             return InProcessEngine(configuration: configuration, thread: thread, backend: backend)
