@@ -3,7 +3,7 @@ import TouchstoneVault
 
 /// The two ways the vault is measured.
 enum VaultMode: String, Codable, CaseIterable {
-    /// Items with access `none`: wrapped to the device key, which derives
+    /// Items with access `none`: sealed to the device key, which derives
     /// from the root key unsealed once when the vault opens. No TPM command
     /// per add or get.
     case tpmExcluded = "TPM excluded"
