@@ -16,14 +16,18 @@ import Foundation
 /// inside callbacks, so they all run here, never on a Swift executor or on
 /// the MainActor.
 final class FprintThread: @unchecked Sendable {
-    // @unchecked Sendable: `context` is written once in init; GLib's source
-    // attach is thread-safe; everything else runs on the thread itself.
+    // @unchecked Sendable: `context` is written once in init; `pending` is
+    // guarded by `pendingLock`; GLib's source attach is thread-safe;
+    // everything else runs on the thread itself.
 
     /// The process-wide instance, started on first use.
     static let shared = FprintThread()
 
     private let context: OpaquePointer
     private let thread: Thread
+    /// Jobs submitted and not yet run, oldest first; guarded by `pendingLock`.
+    private let pendingLock = NSLock()
+    private var pending: [@Sendable () -> Void] = []
 
     private init() {
         let ctx = g_main_context_default()!
@@ -50,17 +54,28 @@ final class FprintThread: @unchecked Sendable {
     var isCurrent: Bool { Thread.current == thread }
 
     /// Runs `job` on the libfprint thread, soon, in submission order.
+    ///
+    /// The job itself goes through `pending`, under a pthread mutex (NSLock),
+    /// and the idle source only says that one is there: GLib's own locks
+    /// are futexes, which ThreadSanitizer does not see, so a job handed over
+    /// inside the source would look unsynchronised to it.
     func submit(_ job: @escaping @Sendable () -> Void) {
-        let unmanaged = Unmanaged.passRetained(FprintJob(job))
+        pendingLock.withLock { pending.append(job) }
         let source = g_idle_source_new()!
         g_source_set_priority(source, 0)  // G_PRIORITY_DEFAULT: before driver idles
         g_source_set_callback(source, { data in
-            let job = Unmanaged<FprintJob>.fromOpaque(data!).takeRetainedValue()
-            job.body()
+            // `shared` lives for the whole process: an unretained pointer.
+            Unmanaged<FprintThread>.fromOpaque(data!).takeUnretainedValue().runNext()
             return 0  // G_SOURCE_REMOVE
-        }, unmanaged.toOpaque(), nil)
+        }, Unmanaged.passUnretained(self).toOpaque(), nil)
         g_source_attach(source, context)
         g_source_unref(source)
+    }
+
+    /// The oldest pending job, run (one per idle source submit attached).
+    private func runNext() {
+        let job = pendingLock.withLock { pending.removeFirst() }
+        job()
     }
 
     /// Calls `body` after `milliseconds` on the libfprint thread; returns the
