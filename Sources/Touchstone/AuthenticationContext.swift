@@ -118,7 +118,7 @@ public final class AuthenticationContext: Sendable {
             let settings = ContextSettings(interaction: state.interaction,
                                            interactionNotAllowed: state.interactionNotAllowed,
                                            touchTimeout: state.touchTimeout)
-            let task = Task { () async throws -> any EngineGrant in
+            let task = Task(executorPreference: engine.taskExecutor) { () async throws -> any EngineGrant in
                 try await engine.authenticate(access, reason: reason, settings: settings)
             }
             state.inFlight = task

@@ -3,9 +3,10 @@ import Foundation
 /// Generic-password items with Keychain semantics: keyed by (service,
 /// account), protected by an access control that the TPM enforces.
 ///
-/// Secrets go in as `some ContiguousBytes` (`Data`, `[UInt8]`,
-/// `SecureBytes`), copied into memory that is locked and wiped; the
-/// caller's copy is the caller's to wipe. They come out as `SecureBytes`.
+/// Secrets go in as `some ContiguousBytes` (`Data`, `[UInt8]`), copied
+/// into memory that is locked and wiped (a `SecureBytes` is taken as it
+/// is); the caller's copy is the caller's to wipe. They come out as
+/// `SecureBytes`.
 public struct Keychain: Sendable {
     /// The largest secret an item holds (1 MiB); an empty one is refused too.
     public static let maximumSecretSize = 1 << 20
@@ -22,7 +23,9 @@ public struct Keychain: Sendable {
                     accessibility: Accessibility = .whenUnlockedThisDeviceOnly) async throws(KeychainError) {
         let attributes = ItemAttributes(service: service, account: account, label: label, comment: comment,
                                         generic: generic, access: access, accessibility: accessibility)
-        try await engine.add(SecureBytes(copying: secret), attributes: attributes)
+        try await engine.operation { () async throws(KeychainError) in
+            try await engine.add(SecureBytes.wiping(secret), attributes: attributes)
+        }
     }
 
     /// The item's secret. Authenticates through `context` as the item's
@@ -32,17 +35,21 @@ public struct Keychain: Sendable {
     /// for an item whose enrolment set is gone.
     public func get(service: String, account: String, context: (any BiometricAuthenticating)? = nil,
                     reason: String) async throws(KeychainError) -> SecureBytes {
-        let grant = try await grant(service: service, account: account, context: context, reason: reason)
-        return try await engine.secret(service: service, account: account, grant: grant)
+        try await engine.operation { () async throws(KeychainError) in
+            let grant = try await grant(service: service, account: account, context: context, reason: reason)
+            return try await engine.secret(service: service, account: account, grant: grant)
+        }
     }
 
     /// Replaces the secret (authenticating as for `get`).
     public func update(_ secret: some ContiguousBytes, service: String, account: String,
                        context: (any BiometricAuthenticating)? = nil, reason: String) async throws(KeychainError) {
-        let copy = SecureBytes(copying: secret)
-        let grant = try await grant(service: service, account: account, context: context, reason: reason)
-        try await engine.update(service: service, account: account, secret: copy, label: nil, comment: nil,
-                                generic: nil, grant: grant)
+        let copy = SecureBytes.wiping(secret)
+        try await engine.operation { () async throws(KeychainError) in
+            let grant = try await grant(service: service, account: account, context: context, reason: reason)
+            try await engine.update(service: service, account: account, secret: copy, label: nil, comment: nil,
+                                    generic: nil, grant: grant)
+        }
     }
 
     /// Changes label, comment or generic data (no authentication; a nil

@@ -64,12 +64,12 @@ public final class TouchstoneDevice: Sendable {
 
     /// Sets the first passcode (refused if one is set).
     public func setPasscode(_ passcode: some ContiguousBytes) async throws(DeviceError) {
-        try await engine.setPasscode(SecureBytes(copying: passcode))
+        try await engine.setPasscode(SecureBytes.wiping(passcode))
     }
 
     /// Replaces the passcode (the TPM checks the current one).
     public func changePasscode(from old: some ContiguousBytes, to new: some ContiguousBytes) async throws(DeviceError) {
-        try await engine.changePasscode(from: SecureBytes(copying: old), to: SecureBytes(copying: new))
+        try await engine.changePasscode(from: SecureBytes.wiping(old), to: SecureBytes.wiping(new))
     }
 
     /// Removes the passcode: every finger is unenrolled, and every item that
@@ -77,7 +77,7 @@ public final class TouchstoneDevice: Sendable {
     /// items were deleted (those kept only while a passcode is set).
     @discardableResult
     public func removePasscode(_ passcode: some ContiguousBytes) async throws(DeviceError) -> Int {
-        try await engine.removePasscode(SecureBytes(copying: passcode))
+        try await engine.removePasscode(SecureBytes.wiping(passcode))
     }
 
     // MARK: - Fingers
@@ -91,10 +91,10 @@ public final class TouchstoneDevice: Sendable {
     public func enroll(_ finger: Finger, passcode: some ContiguousBytes, timeout: Duration = .seconds(30),
                        isolation: isolated (any Actor)? = #isolation,
                        progress: (ScanEvent) -> Void = { _ in }) async throws(DeviceError) {
-        let passcode = SecureBytes(copying: passcode)
+        let passcode = SecureBytes.wiping(passcode)
         let (events, continuation) = AsyncStream.makeStream(of: ScanEvent.self)
         let engine = self.engine
-        let work = Task {
+        let work = Task(executorPreference: engine.taskExecutor) {
             defer { continuation.finish() }
             try await engine.enroll(finger, passcode: passcode, timeout: timeout) { continuation.yield($0) }
         }
@@ -108,6 +108,6 @@ public final class TouchstoneDevice: Sendable {
 
     /// Removes `finger` (nil: every finger). The passcode is checked first.
     public func unenroll(_ finger: Finger?, passcode: some ContiguousBytes) async throws(DeviceError) {
-        try await engine.unenroll(finger, passcode: SecureBytes(copying: passcode))
+        try await engine.unenroll(finger, passcode: SecureBytes.wiping(passcode))
     }
 }

@@ -22,9 +22,10 @@ package func ensureSodium() {
 /// - The bytes are reachable only through `withUnsafeBytes` (it is
 ///   `ContiguousBytes`), so callers cannot make an untracked copy by accident.
 ///
-/// Secrets come in as `some ContiguousBytes` (`Data`, `[UInt8]`, another
-/// `SecureBytes`) and are copied in: the caller's copy is the caller's to
-/// wipe. `init(count:initializingWith:)` writes a new buffer in place.
+/// The public API takes secrets as `some ContiguousBytes` (`Data`,
+/// `[UInt8]`) and copies them in (a `SecureBytes` is shared, never written
+/// after it was made): the caller's copy is the caller's to wipe.
+/// `init(count:initializingWith:)` writes a new buffer in place.
 public final class SecureBytes: @unchecked Sendable, ContiguousBytes {
     // @unchecked Sendable: the storage is written only during initialisation
     // (or through the package's `withUnsafeMutableBytes` by its single owner
@@ -61,6 +62,15 @@ public final class SecureBytes: @unchecked Sendable, ContiguousBytes {
     public convenience init(copying bytes: some ContiguousBytes) {
         self.init(count: bytes.withUnsafeBytes { $0.count })
         bytes.withUnsafeBytes { if $0.count > 0 { storage.copyMemory(from: $0) } }
+    }
+
+    /// `bytes` in wiping storage: itself when it is a `SecureBytes` already
+    /// (never written after it was made, so it can be shared), else a copy.
+    /// No copy is no copy in the registers either: a copy's vector
+    /// registers can end up on the stack (docs/reliability.md, "Secrets in
+    /// memory").
+    package static func wiping(_ bytes: some ContiguousBytes) -> SecureBytes {
+        bytes as? SecureBytes ?? SecureBytes(copying: bytes)
     }
 
     /// `init(copying:)` for a raw buffer, without the generic call (the
@@ -135,6 +145,15 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
     /// Never prints the contents.
     public var description: String { "SecureBytes(\(count) bytes)" }
     public var debugDescription: String { description }
+}
+
+/// Zeroes `bytes` of the calling thread's stack below this call: what the
+/// functions it ran before left there (locals, and vector registers that
+/// a memcpy filled with key bytes and a lazy symbol binding then saved).
+/// For threads that run vault and TPM work, when they go idle and before
+/// they end (glibc keeps an ended thread's stack, unwiped, for the next).
+package func scrubStack(bytes: Int = 256 * 1024) {
+    ts_scrub_stack(bytes)
 }
 
 /// Wipes a byte array in place (for transient buffers that had to be arrays).

@@ -19,6 +19,7 @@ extension TouchstoneDevice {
 final class InMemoryEngine: Engine {
     let configuration = Configuration(home: URL(fileURLWithPath: "/nonexistent/touchstone-in-memory"),
                                       tpm: .tcti("none"), reader: .id("none"), user: "test")
+    let taskExecutor: (any TaskExecutor)? = nil
     private let authenticator: any BiometricAuthenticating
 
     private struct Item {

@@ -11,6 +11,9 @@ import Foundation
 /// its reuse window and which item reads present.
 package protocol Engine: AnyObject, Sendable {
     var configuration: Configuration { get }
+    /// Where the public API runs its own steps of an operation (nil: the
+    /// caller's executor): the in-process engine's thread.
+    var taskExecutor: (any TaskExecutor)? { get }
 
     // MARK: Device
 
@@ -71,4 +74,14 @@ package struct ContextSettings: Sendable {
     package var interaction: (any AuthenticationInteraction)?
     package var interactionNotAllowed: Bool
     package var touchTimeout: Duration
+}
+
+extension Engine {
+    /// Runs `body`, the public API's own steps of one operation, on the
+    /// engine's task executor, so that its engine calls need no thread
+    /// switch (DedicatedThread). `body` keeps the caller's isolation.
+    func operation<R, E: Error>(isolation: isolated (any Actor)? = #isolation,
+                                _ body: () async throws(E) -> R) async throws(E) -> R {
+        try await withTaskExecutorPreference(taskExecutor, isolation: isolation, operation: body)
+    }
 }

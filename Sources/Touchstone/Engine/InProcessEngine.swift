@@ -27,6 +27,7 @@ package actor InProcessEngine: Engine {
     var reader: ReaderConnection?
 
     package nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
+    package nonisolated var taskExecutor: (any TaskExecutor)? { thread }
 
     private init(configuration: Configuration, thread: DedicatedThread, backend: Backend) {
         self.configuration = configuration
