@@ -152,7 +152,7 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
 /// a memcpy filled with key bytes and a lazy symbol binding then saved).
 /// For threads that run vault and TPM work, when they go idle and before
 /// they end (glibc keeps an ended thread's stack, unwiped, for the next).
-package func scrubStack(bytes: Int = 256 * 1024) {
+package func scrubStack(bytes: Int = 64 * 1024) {
     ts_scrub_stack(bytes)
 }
 
