@@ -21,16 +21,25 @@ public final class TouchstoneDevice: Sendable {
 
     /// Opens a device for `configuration`, runs `body` with it, and closes
     /// it (the reader released) whether `body` returns or throws.
+    ///
+    /// The device is opened on its engine's thread, and `body`'s own
+    /// nonisolated steps run there too (task executor preference), so its
+    /// calls to the device need no thread switch. A `body` isolated to an
+    /// actor (`@MainActor`) keeps its isolation. Do not block in `body`:
+    /// the engine waits for it.
     public static func withDevice<R>(_ configuration: Configuration = Configuration(),
                                      _ body: (TouchstoneDevice) async throws -> R) async throws -> R {
-        let device = try await TouchstoneDevice(configuration: configuration)
-        do {
-            let result = try await body(device)
-            await device.close()
-            return result
-        } catch {
-            await device.close()
-            throw error
+        let thread = InProcessEngine.makeThread()
+        return try await withTaskExecutorPreference(thread) {
+            let device = TouchstoneDevice(engine: try await InProcessEngine.open(configuration, on: thread))
+            do {
+                let result = try await body(device)
+                await device.close()
+                return result
+            } catch {
+                await device.close()
+                throw error
+            }
         }
     }
 

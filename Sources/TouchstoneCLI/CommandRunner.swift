@@ -23,7 +23,7 @@ enum CommandRunner {
         return signals.wasSignalled ? ExitCode.cancelled.rawValue : code
     }
 
-    /// The command, then the device closed, then the status.
+    /// The command (which closes the device it opened), then the status.
     private static func execute(_ command: Command, _ options: GlobalOptions) async -> Int32 {
         let session = Session(options: options)
         var failure: CLIFailure?
@@ -32,7 +32,6 @@ enum CommandRunner {
         } catch {
             failure = session.translation.failure(for: error)
         }
-        await session.close()
         guard var failure else { return ExitCode.success.rawValue }
         if Task.isCancelled { failure = .cancelled }
         failure.report()

@@ -19,7 +19,10 @@ extension Session {
     // MARK: passcode
 
     func passcode(_ action: Command.PasscodeAction) async throws {
-        let device = try await openDevice()
+        try await withDevice { device in try await passcode(action, device) }
+    }
+
+    private func passcode(_ action: Command.PasscodeAction, _ device: TouchstoneDevice) async throws {
         let isSet = try await device.passcodeIsSet()
         switch action {
         case .set:
@@ -44,18 +47,22 @@ extension Session {
     // MARK: fingers
 
     func enroll(_ finger: Finger) async throws {
-        let device = try await openDevice()
-        guard try await device.passcodeIsSet() else { throw translation.authentication(.passcodeNotSet) }
-        let passcode = try await interaction.readPasscode(prompt: "Passcode: ")
-        Output.progress("Enrolling \(finger.fprintdName): touch the reader several times, lifting the finger in between (Ctrl-C: cancel)")
-        try await device.enroll(finger, passcode: passcode, timeout: options.timeout) { event in
-            Output.progress(TerminalInteraction.line(for: event))
+        try await withDevice { device in
+            guard try await device.passcodeIsSet() else { throw translation.authentication(.passcodeNotSet) }
+            let passcode = try await interaction.readPasscode(prompt: "Passcode: ")
+            Output.progress("Enrolling \(finger.fprintdName): touch the reader several times, lifting the finger in between (Ctrl-C: cancel)")
+            try await device.enroll(finger, passcode: passcode, timeout: options.timeout) { event in
+                Output.progress(TerminalInteraction.line(for: event))
+            }
+            Output.progress("\(finger.fprintdName) enrolled")
         }
-        Output.progress("\(finger.fprintdName) enrolled")
     }
 
     func unenroll(_ target: Command.UnenrollTarget) async throws {
-        let device = try await openDevice()
+        try await withDevice { device in try await unenroll(target, device) }
+    }
+
+    private func unenroll(_ target: Command.UnenrollTarget, _ device: TouchstoneDevice) async throws {
         guard try await device.passcodeIsSet() else { throw translation.authentication(.passcodeNotSet) }
         let enrolled = try await device.enrolledFingers()
         guard !enrolled.isEmpty else { throw translation.authentication(.biometryNotEnrolled) }
@@ -73,14 +80,15 @@ extension Session {
     }
 
     func fingers() async throws {
-        let names = try await openDevice().enrolledFingers().map(\.fprintdName)
+        let names = try await withDevice { try await $0.enrolledFingers().map(\.fprintdName) }
         if options.json { try Output.json(names) } else { names.forEach(Output.result) }
     }
 
     func verify(allowPasscode: Bool) async throws {
-        let context = makeContext(try await openDevice())
         let policy: AuthenticationPolicy = allowPasscode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics
-        try await context.evaluate(policy, reason: "touchstone verify: confirm it is you")
+        try await withDevice { device in
+            try await makeContext(device).evaluate(policy, reason: "touchstone verify: confirm it is you")
+        }
         Output.progress("verified")
     }
 }

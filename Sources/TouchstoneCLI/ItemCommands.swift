@@ -6,33 +6,37 @@ import TouchstoneCommandLine
 extension Session {
     func add(service: String, account: String, access: AccessControl, label: String?, comment: String?) async throws {
         let secret = try SecretInput.readStandardInput()
-        try await openDevice().keychain.add(secret, service: service, account: account, label: label,
-                                            comment: comment, access: access)
+        try await withDevice { device in
+            try await device.keychain.add(secret, service: service, account: account, label: label,
+                                          comment: comment, access: access)
+        }
     }
 
     func get(service: String, account: String, reason: String?) async throws {
-        let device = try await openDevice()
-        let secret = try await device.keychain.get(service: service, account: account, context: makeContext(device),
-                                                   reason: reason ?? "touchstone get: read the secret of \(service) / \(account)")
-        try Task.checkCancellation()  // a signal just now: write nothing
-        guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {
-            throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
+        try await withDevice { device in
+            let secret = try await device.keychain.get(service: service, account: account, context: makeContext(device),
+                                                       reason: reason ?? "touchstone get: read the secret of \(service) / \(account)")
+            try Task.checkCancellation()  // a signal just now: write nothing
+            guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {
+                throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
+            }
         }
     }
 
     func update(service: String, account: String) async throws {
         let secret = try SecretInput.readStandardInput()
-        let device = try await openDevice()
-        try await device.keychain.update(secret, service: service, account: account, context: makeContext(device),
-                                         reason: "touchstone update: replace the secret of \(service) / \(account)")
+        try await withDevice { device in
+            try await device.keychain.update(secret, service: service, account: account, context: makeContext(device),
+                                             reason: "touchstone update: replace the secret of \(service) / \(account)")
+        }
     }
 
     func delete(service: String, account: String) async throws {
-        try await openDevice().keychain.delete(service: service, account: account)
+        try await withDevice { try await $0.keychain.delete(service: service, account: account) }
     }
 
     func list(service: String?) async throws {
-        let items = try await openDevice().keychain.items(service: service)
+        let items = try await withDevice { try await $0.keychain.items(service: service) }
         let entries = items.map(ListEntry.init)
         if options.json {
             try Output.json(entries)

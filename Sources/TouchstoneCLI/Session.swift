@@ -3,14 +3,13 @@ import Touchstone
 import TouchstoneCommandLine
 
 /// One run of a command: its options, how errors are told, the terminal
-/// interaction, and the device, opened on first use and always closed (the
-/// reader released) before the process exits.
+/// interaction, and the device, opened where the command needs it and
+/// always closed (the reader released) before the process exits.
 final class Session {
     let options: GlobalOptions
     let interaction: TerminalInteraction
     let translation: ErrorTranslation
     let configuration: Configuration
-    private(set) var device: TouchstoneDevice?
 
     init(options: GlobalOptions) {
         self.options = options
@@ -23,13 +22,12 @@ final class Session {
     /// The simulator of the state folder.
     var simulator: Simulator { configuration.simulator }
 
-    /// The device for the chosen TPM and reader. With the simulator's TPM,
-    /// a simulator that is not running is exit 11 with the hint to start it.
-    func openDevice() async throws -> TouchstoneDevice {
-        if let device { return device }
-        let device = try await TouchstoneDevice(configuration: configuration)
-        self.device = device
-        return device
+    /// Runs `body` with the device for the chosen TPM and reader (on the
+    /// device's engine thread), and closes it, the reader released,
+    /// whether `body` returns or throws. With the simulator's TPM, a
+    /// simulator that is not running is exit 11 with the hint to start it.
+    func withDevice<R>(_ body: (TouchstoneDevice) async throws -> R) async throws -> R {
+        try await TouchstoneDevice.withDevice(configuration, body)
     }
 
     /// A fresh context that talks to the person through the terminal.
@@ -38,10 +36,5 @@ final class Session {
         context.interaction = interaction
         context.touchTimeout = options.timeout
         return context
-    }
-
-    /// Releases the reader.
-    func close() async {
-        await device?.close()
     }
 }

@@ -43,10 +43,14 @@ package actor InProcessEngine: Engine {
         thread.stop()
     }
 
+    /// A thread for an engine.
+    static func makeThread() -> DedicatedThread { DedicatedThread(name: threadName) }
+
     /// Opens the vault of `configuration` (creating it on first use) with
-    /// its TPM, on a new engine thread.
-    static func open(_ configuration: Configuration) async throws(DeviceError) -> InProcessEngine {
-        let thread = DedicatedThread(name: InProcessEngine.threadName)
+    /// its TPM, on `thread` (a new one by default), which then runs the
+    /// engine; a failure ends the thread.
+    static func open(_ configuration: Configuration,
+                     on thread: DedicatedThread = makeThread()) async throws(DeviceError) -> InProcessEngine {
         do {
             let backend = try await thread.run { try Backend(configuration) }
             return InProcessEngine(configuration: configuration, thread: thread, backend: backend)
