@@ -123,13 +123,15 @@ final class FprintSession: @unchecked Sendable {
         }
     }
 
-    /// Closes the devices and drops the context.
-    func tearDown() {
+    /// Closes the devices and drops the context (a no-op once done), then
+    /// calls `done`.
+    func tearDown(_ done: @escaping () -> Void = {}) {
         closeAll { [self] in
             if let context {
                 g_object_unref(UnsafeMutableRawPointer(context))
                 self.context = nil
             }
+            done()
         }
     }
 }

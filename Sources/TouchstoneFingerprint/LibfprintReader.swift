@@ -42,8 +42,21 @@ package final class LibfprintReader: FingerprintReader {
     }
 
     deinit {
+        // Not awaited: a process that exits right after could run its exit
+        // handlers while libfprint's thread frees the context; `tearDown()`
+        // is the awaited form, and this one then has nothing left to do.
         let session = session
         thread.submit { session.tearDown() }
+    }
+
+    /// Releases every reader this instance opened and drops its libfprint
+    /// context, awaited: nothing of it is left for libfprint's thread to
+    /// do after this returns. The instance is not to be used afterwards.
+    package func tearDown() async {
+        let session = session
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            thread.submit { session.tearDown { continuation.resume() } }
+        }
     }
 
     /// Releases every reader this instance opened (fprintd can then use

@@ -114,7 +114,7 @@ public enum BackendWalkthrough {
         say("   opened with the passcode (\(tpm.commandCount - before) TPM commands)")
 
         say("11. Stopping swtpm: TPM2_Shutdown, then the process by its PID")
-        await backend.close()
+        await backend.tearDown()
         try swtpm.stop()
     }
 

@@ -72,7 +72,7 @@ struct ReaderConnection: Sendable {
             return ReaderConnection(backend: backend, claim: claim,
                                     enrollment: FingerprintEnrollment(backend: backend, store: store, user: user, reader: info))
         } catch {
-            await backend.close()
+            await backend.tearDown()
             claim?.release()
             throw error
         }
@@ -84,9 +84,10 @@ struct ReaderConnection: Sendable {
         self.enrollment = enrollment
     }
 
-    /// Releases the reader (fprintd or another process may then have it).
+    /// Releases the reader (fprintd or another process may then have it)
+    /// and drops its libfprint context, awaited (the connection is done).
     func close() async {
-        await backend.close()
+        await backend.tearDown()
         claim?.release()
     }
 
@@ -111,7 +112,7 @@ struct ReaderConnection: Sendable {
         } catch {
             status.reason = "\(error)"
         }
-        await backend.close()
+        await backend.tearDown()
         return status
     }
 }
