@@ -150,8 +150,7 @@ extension SecureBytes: CustomStringConvertible, CustomDebugStringConvertible {
 /// Zeroes `bytes` of the calling thread's stack below this call: what the
 /// functions it ran before left there (locals, and vector registers that
 /// a memcpy filled with key bytes and a lazy symbol binding then saved).
-/// For threads that run vault and TPM work, when they go idle and before
-/// they end (glibc keeps an ended thread's stack, unwiped, for the next).
+/// For threads that run vault and TPM work, whenever they go idle.
 package func scrubStack(bytes: Int = 64 * 1024) {
     ts_scrub_stack(bytes)
 }

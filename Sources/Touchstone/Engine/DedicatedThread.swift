@@ -13,27 +13,31 @@ import TouchstoneSecure
 /// an operation does not wake a pool thread and this one in turn at every
 /// engine call (about 30 µs each way here).
 ///
-/// Work runs in the order it was enqueued. `stop()` ends the thread once
-/// the work already queued has run.
+/// Work runs in the order it was enqueued. A thread an engine no longer
+/// needs (`recycle()`) waits, idle, for the next engine (`make()`): the
+/// threads never end, so none is still tearing down its thread-locals
+/// (OpenSSL's among them) while the process exits.
 final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
-    private struct Queue: ~Copyable {
-        var work: [@Sendable () -> Void] = []
-        var stopping = false
+    /// The name `ps -T` and debuggers show (at most 15 bytes, the kernel's limit).
+    static let name = "ts-engine"
+
+    /// Threads no engine uses now, ready for the next.
+    private static let idle = Mutex<[DedicatedThread]>([])
+
+    /// An idle thread, or a new one.
+    static func make() -> DedicatedThread {
+        idle.withLock { $0.popLast() } ?? DedicatedThread()
     }
 
-    private let queue = Mutex(Queue())
+    private let work = Mutex<[@Sendable () -> Void]>([])
     private let available = DispatchSemaphore(value: 0)
-
     /// The thread, once it runs.
     private let thread = Mutex<pthread_t?>(nil)
 
-    /// `name`: the thread's name as `ps -T` and debuggers show it (at most
-    /// 15 bytes, the kernel's limit).
-    init(name: String) {
-        precondition(name.utf8.count <= 15, "thread names hold at most 15 bytes")
+    private init() {
         let started = DispatchSemaphore(value: 0)
         Thread { [self] in
-            Thread.current.name = name
+            Thread.current.name = Self.name
             thread.withLock { $0 = pthread_self() }
             started.signal()
             loop()
@@ -63,38 +67,33 @@ final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
         }
     }
 
-    /// Ends the thread after the work already queued.
-    func stop() {
-        queue.withLock { $0.stopping = true }
-        available.signal()
+    /// Gives the thread back for the next engine, once the work already
+    /// queued has run (its engine is gone, so none comes after).
+    func recycle() {
+        submit { [self] in Self.idle.withLock { $0.append(self) } }
     }
 
-    private func submit(_ work: @escaping @Sendable () -> Void) {
-        queue.withLock { $0.work.append(work) }
+    private func submit(_ body: @escaping @Sendable () -> Void) {
+        work.withLock { $0.append(body) }
         available.signal()
     }
 
     /// Runs the work as it comes. Whenever the queue runs dry after some
-    /// work, and before the thread ends, it zeroes the stack that work used
-    /// (`scrubStack`): vault and TPM calls leave key bytes there, in
-    /// locals and in registers saved by lazy symbol binding, which would
-    /// otherwise stay until overwritten (MemoryScanTests).
+    /// work, it zeroes the stack that work used (`scrubStack`): vault and
+    /// TPM calls leave key bytes there, in locals and in registers saved by
+    /// lazy symbol binding, which would otherwise stay until overwritten
+    /// (MemoryScanTests).
     private func loop() {
-        var dirty = false
         while true {
             available.wait()
-            let (next, more, stopping) = queue.withLock { queue in
-                (queue.work.isEmpty ? nil : queue.work.removeFirst(), !queue.work.isEmpty, queue.stopping)
+            let (next, more) = work.withLock { work -> ((@Sendable () -> Void)?, Bool) in
+                guard !work.isEmpty else { return (nil, false) }
+                let next = work.removeFirst()
+                return (next, !work.isEmpty)
             }
-            if let next {
-                next()
-                dirty = true
-            }
-            if dirty && !more {
-                scrubStack()
-                dirty = false
-            }
-            if next == nil && stopping { return }
+            guard let next else { continue }
+            next()
+            if !more { scrubStack() }
         }
     }
 }

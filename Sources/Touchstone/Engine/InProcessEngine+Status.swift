@@ -38,8 +38,8 @@ extension InProcessEngine {
                 // The vault (or what comes before it) failed, not
                 // necessarily the TPM: asked on its own.
                 status.vault.reason = error.description
-                let thread = DedicatedThread(name: "ts-status")
-                defer { thread.stop() }
+                let thread = DedicatedThread.make()
+                defer { thread.recycle() }
                 let reached = try? await thread.run { () throws -> Status.TPM in
                     var tpmStatus = Status.TPM(available: false, tcti: configuration.tpm.description)
                     describe(try TPM(tcti: try Backend.tcti(configuration)), into: &tpmStatus)

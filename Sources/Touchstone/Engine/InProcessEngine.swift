@@ -14,9 +14,6 @@ import TouchstoneVault
 /// call, which block, runs there; a touch is awaited on libfprint's thread
 /// with the actor free meanwhile.
 package actor InProcessEngine: Engine {
-    /// The name of the engine's thread.
-    static let threadName = "ts-engine"
-
     package nonisolated let configuration: Configuration
     let thread: DedicatedThread
     let tpm: TPM
@@ -40,22 +37,22 @@ package actor InProcessEngine: Engine {
 
     deinit {
         // The reader's backend and claim release themselves when they go.
-        thread.stop()
+        thread.recycle()
     }
 
     /// A thread for an engine.
-    static func makeThread() -> DedicatedThread { DedicatedThread(name: threadName) }
+    static func makeThread() -> DedicatedThread { DedicatedThread.make() }
 
     /// Opens the vault of `configuration` (creating it on first use) with
-    /// its TPM, on `thread` (a new one by default), which then runs the
-    /// engine; a failure ends the thread.
+    /// its TPM, on `thread` (one of its own by default), which then runs the
+    /// engine; on a failure the thread is given back.
     static func open(_ configuration: Configuration,
                      on thread: DedicatedThread = makeThread()) async throws(DeviceError) -> InProcessEngine {
         do {
             let backend = try await thread.run { try Backend(configuration) }
             return InProcessEngine(configuration: configuration, thread: thread, backend: backend)
         } catch {
-            thread.stop()
+            thread.recycle()
             throw DeviceError(BackendFailure(error))
         }
     }
