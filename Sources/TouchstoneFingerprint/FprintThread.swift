@@ -1,5 +1,6 @@
 internal import CFPrint
 import Foundation
+import TouchstoneSecure
 
 /// The one thread in the process that runs libfprint.
 ///
@@ -16,18 +17,16 @@ import Foundation
 /// inside callbacks, so they all run here, never on a Swift executor or on
 /// the MainActor.
 final class FprintThread: @unchecked Sendable {
-    // @unchecked Sendable: `context` is written once in init; `pending` is
-    // guarded by `pendingLock`; GLib's source attach is thread-safe;
-    // everything else runs on the thread itself.
+    // @unchecked Sendable: `context` is written once in init; GLib's source
+    // attach is thread-safe; everything else runs on the thread itself.
 
     /// The process-wide instance, started on first use.
     static let shared = FprintThread()
 
     private let context: OpaquePointer
     private let thread: Thread
-    /// Jobs submitted and not yet run, oldest first; guarded by `pendingLock`.
-    private let pendingLock = NSLock()
-    private var pending: [@Sendable () -> Void] = []
+    /// Jobs submitted and not yet run, oldest first.
+    private let pending = Locked<[@Sendable () -> Void]>([])
 
     private init() {
         let ctx = g_main_context_default()!
@@ -55,12 +54,12 @@ final class FprintThread: @unchecked Sendable {
 
     /// Runs `job` on the libfprint thread, soon, in submission order.
     ///
-    /// The job itself goes through `pending`, under a pthread mutex (NSLock),
-    /// and the idle source only says that one is there: GLib's own locks
-    /// are futexes, which ThreadSanitizer does not see, so a job handed over
-    /// inside the source would look unsynchronised to it.
+    /// The job itself goes through `pending`, under a pthread mutex
+    /// (`Locked`), and the idle source only says that one is there: GLib's
+    /// own locks are futexes, which ThreadSanitizer does not see, so a job
+    /// handed over inside the source would look unsynchronised to it.
     func submit(_ job: @escaping @Sendable () -> Void) {
-        pendingLock.withLock { pending.append(job) }
+        pending.withLock { $0.append(job) }
         let source = g_idle_source_new()!
         g_source_set_priority(source, 0)  // G_PRIORITY_DEFAULT: before driver idles
         g_source_set_callback(source, { data in
@@ -74,7 +73,7 @@ final class FprintThread: @unchecked Sendable {
 
     /// The oldest pending job, run (one per idle source submit attached).
     private func runNext() {
-        let job = pendingLock.withLock { pending.removeFirst() }
+        let job = pending.withLock { $0.removeFirst() }
         job()
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import TouchstoneSecure
 
 /// A thread of its own, as a serial executor: the in-process engine runs
@@ -21,18 +20,22 @@ final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
     /// The name `ps -T` and debuggers show (at most 15 bytes, the kernel's limit).
     static let name = "ts-engine"
 
-    /// Threads no engine uses now, ready for the next.
-    private static let idle = Mutex<[DedicatedThread]>([])
+    /// Threads no engine uses now, ready for the next. (`Locked`, not
+    /// `Mutex`: engines come and go on many threads at once, and
+    /// ThreadSanitizer must see the lock.)
+    private static let idle = Locked<[DedicatedThread]>([])
 
     /// An idle thread, or a new one.
     static func make() -> DedicatedThread {
         idle.withLock { $0.popLast() } ?? DedicatedThread()
     }
 
-    private let work = Mutex<[@Sendable () -> Void]>([])
+    /// Work not yet run, oldest first (`Locked`: every thread that awaits
+    /// the engine enqueues here).
+    private let work = Locked<[@Sendable () -> Void]>([])
     private let available = DispatchSemaphore(value: 0)
     /// The thread, once it runs.
-    private let thread = Mutex<pthread_t?>(nil)
+    private let thread = Locked<pthread_t?>(nil)
 
     private init() {
         let started = DispatchSemaphore(value: 0)

@@ -1,4 +1,5 @@
 import Foundation
+import TouchstoneSecure
 import Synchronization
 
 
@@ -40,17 +41,15 @@ enum LineReader {
     /// The outcome, handed from the reading thread to the caller under a
     /// lock: the lock orders the thread's writes (the line's bytes, its
     /// SecureBytes) before the caller's reads, visibly to ThreadSanitizer,
-    /// which does not see the ordering that the continuation gives (nor a
-    /// futex-based `Mutex`: an `NSLock` is a pthread mutex, which it does).
-    private final class Handover: @unchecked Sendable {
-        // @unchecked Sendable: `outcome` is only touched under `lock`.
-        private let lock = NSLock()
-        private var outcome: Outcome?
+    /// which does not see the ordering that the continuation gives (hence
+    /// `Locked`, a pthread mutex).
+    private final class Handover: Sendable {
+        private let outcome = Locked<Outcome?>(nil)
 
-        func put(_ value: Outcome) { lock.withLock { outcome = value } }
+        func put(_ value: Outcome) { outcome.withLock { $0 = value } }
 
         func take() -> Outcome {
-            lock.withLock {
+            outcome.withLock { outcome in
                 defer { outcome = nil }
                 return outcome ?? .failed("the reading thread ended without a result")
             }
