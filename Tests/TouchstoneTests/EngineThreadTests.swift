@@ -16,30 +16,38 @@ struct EngineThreadTests {
     }
 
     /// Three devices on one vault, each add blocked in SQLite (another
-    /// connection holds the write lock): on the cooperative pool (two
-    /// threads here) they would hold every thread until SQLite's busy
-    /// timeout (10 s) and fail; on their engines' threads the pool stays
-    /// free, a task on it runs, the lock is let go and every add succeeds.
-    @Test("three adds blocked on the database's write lock leave the cooperative pool free")
-    func blockedAddsDoNotHoldThePool() async throws {
+    /// connection holds the write lock). The test runs on an executor of
+    /// its own (one thread, so other suites' load cannot delay it): were
+    /// the engine's work on the caller's executor, the blocked adds would
+    /// hold that thread until SQLite's busy timeout (10 s) and fail; on
+    /// their engines' threads the test's thread stays free, the probe task
+    /// runs, the lock is let go and every add succeeds.
+    @Test("three adds blocked on the database's write lock leave the caller's executor free")
+    func blockedAddsDoNotHoldTheCaller() async throws {
         let rig = try await DeviceRig()
         let devices = [rig.device] + (try await [
             TouchstoneDevice(configuration: rig.device.configuration),
             TouchstoneDevice(configuration: rig.device.configuration),
         ])
         let path = rig.device.configuration.home.appendingPathComponent(Vault.databaseName).path
-        let holder = try SQLiteDatabase(path: path, mode: .existing)
-        try holder.execute("BEGIN IMMEDIATE")
-        let adds = devices.enumerated().map { n, device in
-            Task { try await device.keychain.add(Data("s\(n)".utf8), service: "blocked", account: "a\(n)", access: .none) }
+        let executor = DedicatedThread.make()
+        defer { executor.recycle() }
+        try await withTaskExecutorPreference(executor) {
+            let holder = try SQLiteDatabase(path: path, mode: .existing)
+            try holder.execute("BEGIN IMMEDIATE")
+            let adds = devices.enumerated().map { n, device in
+                Task(executorPreference: executor) {
+                    try await device.keychain.add(Data("s\(n)".utf8), service: "blocked", account: "a\(n)", access: .none)
+                }
+            }
+            // Time for the adds to reach the lock (they stay blocked there);
+            // then a task on this executor must still run.
+            try await Task.sleep(for: .milliseconds(300))
+            let ran = await Task(executorPreference: executor) { executor.isCurrent }.value
+            try holder.execute("COMMIT")
+            #expect(ran)
+            for add in adds { try await add.value }
         }
-        // Give the adds time to reach the lock (they are blocked there from
-        // then on); then a task on the pool must still run.
-        try await Task.sleep(for: .milliseconds(300))
-        let ran = await Task.detached { true }.value
-        try holder.execute("COMMIT")
-        #expect(ran)
-        for add in adds { try await add.value }
         #expect(try await rig.device.keychain.items(service: "blocked").count == 3)
     }
 }
