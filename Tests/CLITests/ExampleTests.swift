@@ -77,25 +77,32 @@ struct ExampleTests {
     func backendsAreOutOfReach() throws {
         let package = try makeTemporaryDirectory("ts-outsider")
         defer { try? FileManager.default.removeItem(atPath: package) }
-        try FileManager.default.createDirectory(atPath: package + "/Sources/Outsider", withIntermediateDirectories: true)
+        // Two targets: one that uses the public API only, which must build
+        // (so the failure below is the reach, not the set-up), and one that
+        // reaches for the backends.
+        let sources = [
+            "Fine": "import Touchstone\nprint(Configuration.simulator(home: .init(fileURLWithPath: \"/tmp\")).tpm)\n",
+            "Reach": Self.outsider + "\n",
+        ]
+        for (target, source) in sources {
+            try FileManager.default.createDirectory(atPath: package + "/Sources/" + target, withIntermediateDirectories: true)
+            try source.write(toFile: package + "/Sources/\(target)/main.swift", atomically: true, encoding: .utf8)
+        }
         try """
             // swift-tools-version:6.0
             import PackageDescription
             let package = Package(
                 name: "Outsider",
                 dependencies: [.package(name: "Touchstone", path: "\(Self.root)")],
-                targets: [.executableTarget(name: "Outsider", dependencies: [.product(name: "Touchstone", package: "Touchstone")])],
+                targets: ["Fine", "Reach"].map {
+                    .executableTarget(name: $0, dependencies: [.product(name: "Touchstone", package: "Touchstone")])
+                },
                 swiftLanguageModes: [.v6])
             """.write(toFile: package + "/Package.swift", atomically: true, encoding: .utf8)
-        // First the same package with nothing out of reach: it builds, so the
-        // failure below is the reach, not the set-up.
-        try "import Touchstone\nprint(Configuration.simulator(home: .init(fileURLWithPath: \"/tmp\")).tpm)\n"
-            .write(toFile: package + "/Sources/Outsider/main.swift", atomically: true, encoding: .utf8)
-        let (fine, fineLog) = try Self.build(package)
-        try #require(fine == 0, "the outsider package without the reach did not build:\n\(fineLog.suffix(4000))")
+        let (fine, fineLog) = try Self.build(package, product: "Fine")
+        try #require(fine == 0, "the outsider's target without the reach did not build:\n\(fineLog.suffix(4000))")
 
-        try (Self.outsider + "\n").write(toFile: package + "/Sources/Outsider/main.swift", atomically: true, encoding: .utf8)
-        let (status, log) = try Self.build(package)
+        let (status, log) = try Self.build(package, product: "Reach")
         #expect(status != 0, "the outsider reached the backends:\n\(log.suffix(4000))")
         for name in ["vault", "tpm", "engine", "Vault", "TPM", "LibfprintReader"] {
             #expect(log.contains("'\(name)' is inaccessible due to 'package' protection level")
