@@ -11,7 +11,10 @@ struct ExampleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
     static let examples = root + "/Examples"
-    /// One build folder for both builds below: the second finds Touchstone built.
+    /// One build folder for the packages below: each finds Touchstone
+    /// built. Shared by packages with different roots, so no build reuses
+    /// the description of another's (`--disable-build-manifest-caching`):
+    /// SwiftPM would take the last root's targets for this one's.
     static let scratch = examples + "/.build"
 
     /// `swift build` of the package at `path`: the exit status and the output.
@@ -19,7 +22,7 @@ struct ExampleTests {
         let swift = try #require(Swtpm.which("swift") ?? (FileManager.default.isExecutableFile(atPath: "/opt/swift/usr/bin/swift")
             ? "/opt/swift/usr/bin/swift" : nil), "no swift on PATH")
         let output = try makeTemporaryDirectory("ts-example") + "/build.log"
-        var arguments = ["build", "--package-path", path, "--scratch-path", scratch]
+        var arguments = ["build", "--package-path", path, "--scratch-path", scratch, "--disable-build-manifest-caching"]
         if let product { arguments += ["--product", product] }
         let status = try Swtpm.run(swift, arguments, output: output)
         return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
