@@ -89,6 +89,8 @@ static const TPMA_NV ts_NV_AUTHREAD    = TPMA_NV_AUTHREAD;
 static const TPMA_NV ts_NV_NO_DA       = TPMA_NV_NO_DA;
 static const TPMA_NV ts_NV_WRITTEN     = TPMA_NV_WRITTEN;
 static const TPMA_NV ts_NV_TYPE_MASK   = TPMA_NV_TPM2_NT_MASK;
+// The counter type, in the attributes' type field (TPM_NT_COUNTER << shift).
+static const TPMA_NV ts_NV_TYPE_COUNTER = (TPMA_NV)TPM2_NT_COUNTER << TPMA_NV_TPM2_NT_SHIFT;
 
 // Session types and attributes
 static const TPM2_SE ts_SE_POLICY = TPM2_SE_POLICY;
@@ -109,6 +111,7 @@ static const TPM2_CC ts_CC_NV_ChangeAuth     = TPM2_CC_NV_ChangeAuth;
 
 // Misc
 static const TPM2_EO ts_EO_EQ             = TPM2_EO_EQ;
+static const TPM2_EO ts_EO_UNSIGNED_LE    = TPM2_EO_UNSIGNED_LE;
 static const TPM2_SU ts_SU_CLEAR          = TPM2_SU_CLEAR;
 static const TPM2_SU ts_SU_STATE          = TPM2_SU_STATE;
 static const TPM2_CAP ts_CAP_TPM_PROPERTIES = TPM2_CAP_TPM_PROPERTIES;

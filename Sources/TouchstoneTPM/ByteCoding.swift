@@ -7,6 +7,9 @@ struct ByteWriter {
     mutating func u32(_ v: UInt32) {
         for shift in stride(from: 24, through: 0, by: -8) { bytes.append(UInt8((v >> UInt32(shift)) & 0xff)) }
     }
+    mutating func u64(_ v: UInt64) {
+        for shift in stride(from: 56, through: 0, by: -8) { bytes.append(UInt8((v >> UInt64(shift)) & 0xff)) }
+    }
     mutating func raw(_ v: some Sequence<UInt8>) { bytes.append(contentsOf: v) }
     /// A 16-bit length prefix, then the bytes.
     mutating func sized16(_ v: [UInt8]) { u16(UInt16(v.count)); raw(v) }
@@ -39,6 +42,10 @@ struct ByteReader {
     mutating func u32(_ what: String) throws -> UInt32 {
         let b = try raw(4, what)
         return b.reduce(0) { $0 << 8 | UInt32($1) }
+    }
+    mutating func u64(_ what: String) throws -> UInt64 {
+        let b = try raw(8, what)
+        return b.reduce(0) { $0 << 8 | UInt64($1) }
     }
     mutating func sized16(_ what: String, max: Int) throws -> [UInt8] {
         let n = Int(try u16(what))

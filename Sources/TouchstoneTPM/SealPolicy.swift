@@ -1,27 +1,75 @@
 internal import CSodium
+internal import CTSS2
 import TouchstoneSecure
 
-/// The condition of the biometric branch: the enrolment-state NV index holds
-/// the domain state it held when the key was sealed, and optionally PCR 7
-/// (the Secure Boot policy) is unchanged.
+/// The condition of the biometric branch, and optionally PCR 7 (the Secure
+/// Boot policy) unchanged. Two forms:
+///
+/// - the first release's: the enrolment-state NV index (32 bytes) holds the
+///   domain state it held when the key was sealed (PolicyNV, EQ);
+/// - scheme 2's: the enrolment counter, a TPM NV counter, is at most the
+///   generation the key was sealed for (PolicyNV, UNSIGNED_LE on its 8
+///   bytes): one increment per enrolment change closes every key sealed
+///   before it, and a counter never goes back, even deleted and defined
+///   again (docs/tpm.md).
 package struct BiometricCondition: Equatable, Sendable {
-    /// The enrolment-state NV index handle (0x01xxxxxx).
+    /// The NV index handle (0x01xxxxxx): the enrolment-state index, or the
+    /// enrolment counter.
     package var nvIndex: UInt32
-    /// The 32-byte domain state the index must hold.
+    /// The first release's form: the 32-byte domain state the index must
+    /// hold. Empty in scheme 2's.
     package var domainState: [UInt8]
+    /// Scheme 2's form: the generation the counter must not exceed.
+    package var counterAtMost: UInt64?
     /// Bind PCR 7 as well.
     package var bindPCR7: Bool
 
+    /// The first release's form.
     package init(nvIndex: UInt32, domainState: [UInt8], bindPCR7: Bool = false) {
         self.nvIndex = nvIndex
         self.domainState = domainState
+        counterAtMost = nil
         self.bindPCR7 = bindPCR7
     }
+
+    /// Scheme 2's form: counter `index` at most `generation`.
+    package init(counter index: UInt32, atMost generation: UInt64, bindPCR7: Bool = false) {
+        nvIndex = index
+        domainState = []
+        counterAtMost = generation
+        self.bindPCR7 = bindPCR7
+    }
+
+    /// PolicyNV's operandB and operation for this condition.
+    var policyNV: (operand: [UInt8], operation: UInt16) {
+        if let counterAtMost { return (counterOperand(counterAtMost), UInt16(ts_EO_UNSIGNED_LE)) }
+        return (domainState, UInt16(ts_EO_EQ))
+    }
+}
+
+/// The condition scheme 2 adds to the passcode branch: the passcode
+/// counter at most the generation the key was sealed for. A passcode change
+/// seals new keys for the next generation, then increments the counter: the
+/// keys of the old passcode, and every copy of them, never open again.
+package struct CounterCondition: Equatable, Sendable {
+    package var nvIndex: UInt32
+    package var atMost: UInt64
+
+    package init(counter index: UInt32, atMost generation: UInt64) {
+        nvIndex = index
+        atMost = generation
+    }
+}
+
+/// A counter value as PolicyNV compares it: 8 bytes, big-endian.
+func counterOperand(_ value: UInt64) -> [UInt8] {
+    withUnsafeBytes(of: value.bigEndian) { Array($0) }
 }
 
 /// Which ways a sealed key can be opened.
 ///
-/// - both: PolicyOR(A: [PolicyPCR(7)] + PolicyNV(E == state), B: PolicyAuthValue)
+/// - both: PolicyOR(A: [PolicyPCR(7)] + PolicyNV(biometric condition),
+///   B: PolicyAuthValue [+ PolicyNV(passcode counter)])
 /// - biometric only: A
 /// - passcode only: B
 /// - neither ("device-bound"): PolicyCommandCode(Unseal): any process that
@@ -29,11 +77,25 @@ package struct BiometricCondition: Equatable, Sendable {
 package struct SealPolicy: Equatable, Sendable {
     package var biometric: BiometricCondition?
     package var passcode: Bool
+    /// Scheme 2: the passcode branch also needs the passcode counter at
+    /// most this (PolicyAuthValue, then PolicyNV).
+    package var passcodeCounter: CounterCondition?
 
-    package init(biometric: BiometricCondition?, passcode: Bool) {
+    package init(biometric: BiometricCondition?, passcode: Bool, passcodeCounter: CounterCondition? = nil) {
+        precondition(passcodeCounter == nil || passcode, "a passcode counter needs the passcode branch")
         self.biometric = biometric
         self.passcode = passcode
+        self.passcodeCounter = passcodeCounter
     }
+
+    /// Scheme 2's passcode-only key: the passcode, and the passcode counter
+    /// at most `generation`.
+    package static func passcode(counter: CounterCondition) -> SealPolicy {
+        SealPolicy(biometric: nil, passcode: true, passcodeCounter: counter)
+    }
+
+    /// Whether any condition is scheme 2's (a counter).
+    var usesCounters: Bool { biometric?.counterAtMost != nil || passcodeCounter != nil }
 
     package static func biometricOrPasscode(_ condition: BiometricCondition) -> SealPolicy {
         SealPolicy(biometric: condition, passcode: true)

@@ -3,12 +3,17 @@ import TouchstoneSecure
 
 /// A key sealed to the TPM, as stored on disk.
 ///
-/// Layout (version 1, big-endian):
+/// Layout (big-endian). Version 1 holds the first release's conditions;
+/// version 2 (written when a condition is a counter) adds flags 8 and 16:
 ///
-///     "TSBLOB" | version u8 | flags u8 (1 biometric, 2 passcode, 4 PCR 7)
+///     "TSBLOB" | version u8 | flags u8 (1 biometric, 2 passcode, 4 PCR 7,
+///                                       8 biometric counter, 16 passcode counter)
 ///     srkName      u16 len + bytes   name of the storage key it was sealed under
-///     [biometric]  nvIndex u32 | nvName u16+bytes | domainState u16+bytes
+///     [biometric]  nvIndex u32 | nvName u16+bytes
+///                  | domainState u16+bytes   (flag 8 clear)
+///                  | counter u64             (flag 8: the generation, at most)
 ///     [PCR 7]      pcrValue u16+bytes   PCR 7 at seal time
+///     [flag 16]    nvIndex u32 | nvName u16+bytes | counter u64
 ///     public       u32 len + TPM2B_PUBLIC (marshalled)
 ///     private      u32 len + TPM2B_PRIVATE (marshalled)
 ///     check        16 bytes: BLAKE2b-128 of the key under a fixed domain key
@@ -21,14 +26,16 @@ import TouchstoneSecure
 package struct SealedBlob: Equatable, Sendable {
     package var policy: SealPolicy
     package var srkName: [UInt8]
+    /// The name of the biometric condition's NV index.
     package var nvName: [UInt8]
+    /// The name of the passcode counter (scheme 2).
+    package var passcodeNVName: [UInt8]
     package var pcr7Value: [UInt8]
     package var publicArea: [UInt8]
     package var privateArea: [UInt8]
     package var check: [UInt8]
 
     static let magic = Array("TSBLOB".utf8)
-    static let version: UInt8 = 1
     static let checkSize = 16
     static let checksumSize = 32
     /// Upper bound on a serialized blob; anything larger is rejected unread.
@@ -37,18 +44,25 @@ package struct SealedBlob: Equatable, Sendable {
     package func serialized() -> [UInt8] {
         var w = ByteWriter()
         w.raw(Self.magic)
-        w.u8(Self.version)
+        w.u8(policy.usesCounters ? 2 : 1)
         var flags: UInt8 = 0
         if policy.biometric != nil { flags |= 1 }
         if policy.passcode { flags |= 2 }
         if policy.biometric?.bindPCR7 == true { flags |= 4 }
+        if policy.biometric?.counterAtMost != nil { flags |= 8 }
+        if policy.passcodeCounter != nil { flags |= 16 }
         w.u8(flags)
         w.sized16(srkName)
         if let bio = policy.biometric {
             w.u32(bio.nvIndex)
             w.sized16(nvName)
-            w.sized16(bio.domainState)
+            if let generation = bio.counterAtMost { w.u64(generation) } else { w.sized16(bio.domainState) }
             if bio.bindPCR7 { w.sized16(pcr7Value) }
+        }
+        if let counter = policy.passcodeCounter {
+            w.u32(counter.nvIndex)
+            w.sized16(passcodeNVName)
+            w.u64(counter.atMost)
         }
         w.sized32(publicArea)
         w.sized32(privateArea)
@@ -75,25 +89,41 @@ package struct SealedBlob: Equatable, Sendable {
         do {
             _ = try r.raw(Self.magic.count, "magic")
             let version = try r.u8("version")
-            guard version == Self.version else {
+            guard version == 1 || version == 2 else {
                 throw TPMError.corruptedBlob(detail: "unknown sealed-key version \(version)")
             }
             let flags = try r.u8("flags")
-            guard flags & ~7 == 0, flags & 4 == 0 || flags & 1 != 0 else {
+            // Version 1 knows flags 1, 2, 4; version 2 adds the counters (at
+            // least one of them). PCR 7 and a biometric counter need the
+            // biometric branch, a passcode counter the passcode branch.
+            let known: UInt8 = version == 1 ? 7 : 31
+            guard flags & ~known == 0, flags & 4 == 0 || flags & 1 != 0, flags & 8 == 0 || flags & 1 != 0,
+                  flags & 16 == 0 || flags & 2 != 0, version == 1 || flags & 24 != 0 else {
                 throw TPMError.corruptedBlob(detail: "unknown flags 0x\(String(flags, radix: 16))")
             }
             srkName = try r.sized16("storage key name", max: 68)
             nvName = []
+            passcodeNVName = []
             pcr7Value = []
             var biometric: BiometricCondition?
             if flags & 1 != 0 {
                 let index = try r.u32("NV index")
                 nvName = try r.sized16("NV name", max: 68)
-                let state = try r.sized16("domain state", max: 64)
-                biometric = BiometricCondition(nvIndex: index, domainState: state, bindPCR7: flags & 4 != 0)
+                if flags & 8 != 0 {
+                    biometric = BiometricCondition(counter: index, atMost: try r.u64("generation"), bindPCR7: flags & 4 != 0)
+                } else {
+                    let state = try r.sized16("domain state", max: 64)
+                    biometric = BiometricCondition(nvIndex: index, domainState: state, bindPCR7: flags & 4 != 0)
+                }
                 if flags & 4 != 0 { pcr7Value = try r.sized16("PCR 7 value", max: 64) }
             }
-            policy = SealPolicy(biometric: biometric, passcode: flags & 2 != 0)
+            var passcodeCounter: CounterCondition?
+            if flags & 16 != 0 {
+                let index = try r.u32("passcode counter")
+                passcodeNVName = try r.sized16("passcode counter name", max: 68)
+                passcodeCounter = CounterCondition(counter: index, atMost: try r.u64("passcode generation"))
+            }
+            policy = SealPolicy(biometric: biometric, passcode: flags & 2 != 0, passcodeCounter: passcodeCounter)
             publicArea = try r.sized32("public area", max: 1024)
             privateArea = try r.sized32("private area", max: 1024)
             check = try r.raw(Self.checkSize, "check value")
@@ -103,11 +133,12 @@ package struct SealedBlob: Equatable, Sendable {
         }
     }
 
-    init(policy: SealPolicy, srkName: [UInt8], nvName: [UInt8], pcr7Value: [UInt8],
+    init(policy: SealPolicy, srkName: [UInt8], nvName: [UInt8], passcodeNVName: [UInt8] = [], pcr7Value: [UInt8],
          publicArea: [UInt8], privateArea: [UInt8], check: [UInt8]) {
         self.policy = policy
         self.srkName = srkName
         self.nvName = nvName
+        self.passcodeNVName = passcodeNVName
         self.pcr7Value = pcr7Value
         self.publicArea = publicArea
         self.privateArea = privateArea

@@ -34,11 +34,16 @@ extension TPM {
 
     /// The first index of `enrolmentIndexRange` not defined on this TPM.
     package func freeEnrollmentIndex() throws -> UInt32 {
+        try freeNVIndex(in: Self.enrollmentIndexRange)
+    }
+
+    /// The first handle of `range` not defined on this TPM.
+    func freeNVIndex(in range: ClosedRange<UInt32>) throws -> UInt32 {
         try withContext { ctx in
             var more: TPMI_YES_NO = 0
             var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
             try check(Esys_GetCapability(ctx, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CAP_HANDLES,
-                                         Self.enrollmentIndexRange.lowerBound, 256, &more, &data), .generic, ctx)
+                                         range.lowerBound, UInt32(range.count), &more, &data), .generic, ctx)
             defer { Esys_Free(data) }
             var used = Set<UInt32>()
             if let handles = data?.pointee.data.handles {
@@ -46,8 +51,8 @@ extension TPM {
                     for h in raw.bindMemory(to: TPM2_HANDLE.self).prefix(Int(handles.count)) { used.insert(h) }
                 }
             }
-            guard let free = Self.enrollmentIndexRange.first(where: { !used.contains($0) }) else {
-                throw TPMError.outOfMemory(detail: "every NV index in 0x01805400-0x018054ff is in use")
+            guard let free = range.first(where: { !used.contains($0) }) else {
+                throw TPMError.outOfMemory(detail: "every NV index in 0x\(String(range.lowerBound, radix: 16))-0x\(String(range.upperBound, radix: 16)) is in use")
             }
             return free
         }

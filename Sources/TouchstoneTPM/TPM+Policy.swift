@@ -3,11 +3,14 @@ internal import CTSS2
 /// The policies of sealed objects: the digest each branch adds up to, and
 /// the PolicyOR that joins them in a session.
 extension TPM {
-    /// The object's authPolicy for `policy`.
-    package static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
+    /// The object's authPolicy for `policy`. `nvName`: the name of the
+    /// biometric condition's index; `passcodeNVName`: that of the passcode
+    /// counter (scheme 2).
+    package static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8],
+                                   passcodeNVName: [UInt8] = []) -> PolicyDigest {
         var branches: [PolicyDigest] = []
         if let bio = policy.biometric { branches.append(biometricBranch(bio, nvName: nvName, pcr7: pcr7)) }
-        if policy.passcode { branches.append(passcodeBranch()) }
+        if policy.passcode { branches.append(passcodeBranch(policy.passcodeCounter, nvName: passcodeNVName)) }
         switch branches.count {
         case 0:
             var d = PolicyDigest()
@@ -18,16 +21,26 @@ extension TPM {
         }
     }
 
+    /// The object's authPolicy for the policy `blob` records.
+    static func authPolicy(of blob: SealedBlob) -> PolicyDigest {
+        authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value, passcodeNVName: blob.passcodeNVName)
+    }
+
     static func biometricBranch(_ bio: BiometricCondition, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
         var d = PolicyDigest()
         if bio.bindPCR7 { d.policyPCR(pcrs: [7], values: [pcr7]) }
-        d.policyNV(operandB: bio.domainState, nvName: nvName)
+        let nv = bio.policyNV
+        d.policyNV(operandB: nv.operand, operation: nv.operation, nvName: nvName)
         return d
     }
 
-    static func passcodeBranch() -> PolicyDigest {
+    /// PolicyAuthValue, then (scheme 2) PolicyNV(passcode counter <= m).
+    static func passcodeBranch(_ counter: CounterCondition? = nil, nvName: [UInt8] = []) -> PolicyDigest {
         var d = PolicyDigest()
         d.policyAuthValue()
+        if let counter {
+            d.policyNV(operandB: counterOperand(counter.atMost), operation: UInt16(ts_EO_UNSIGNED_LE), nvName: nvName)
+        }
         return d
     }
 
@@ -36,7 +49,8 @@ extension TPM {
         list.count = 2
         list.digests.0 = try TPM2B_DIGEST(bytes: Self.biometricBranch(blob.policy.biometric!, nvName: blob.nvName,
                                                                      pcr7: blob.pcr7Value).bytes)
-        list.digests.1 = try TPM2B_DIGEST(bytes: Self.passcodeBranch().bytes)
+        list.digests.1 = try TPM2B_DIGEST(bytes: Self.passcodeBranch(blob.policy.passcodeCounter,
+                                                                    nvName: blob.passcodeNVName).bytes)
         try check(Esys_PolicyOR(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &list), .policyOR, ctx)
     }
 }

@@ -11,7 +11,12 @@ extension TPM {
     ///
     /// The object: KEYEDHASH, FIXEDTPM | FIXEDPARENT, no USERWITHAUTH (a
     /// policy session is always needed), DA protected.
-    package func seal(_ key: SecureBytes, policy: SealPolicy, passcode: PasscodeAuth? = nil) throws -> SealedBlob {
+    ///
+    /// `expectedNames`: the names the NV indices the policy names had when
+    /// they were defined (by handle). An index whose name differs now was
+    /// replaced by someone else: `nvIndexReplaced`, and nothing is sealed to it.
+    package func seal(_ key: SecureBytes, policy: SealPolicy, passcode: PasscodeAuth? = nil,
+                      expectedNames: [UInt32: [UInt8]] = [:]) throws -> SealedBlob {
         guard (1...Self.maximumKeySize).contains(key.count) else {
             throw TPMError.invalidArgument("a sealed key is 1 to \(Self.maximumKeySize) bytes, not \(key.count)")
         }
@@ -21,15 +26,22 @@ extension TPM {
         return try withContext { ctx in
             let srk = try storageRootKey(ctx)
             var nvName: [UInt8] = []
+            var passcodeNVName: [UInt8] = []
             var pcr7: [UInt8] = []
+            func checkedName(_ handle: UInt32) throws -> [UInt8] {
+                let current = try name(of: nvHandle(handle, ctx), ctx)
+                if let expected = expectedNames[handle], expected != current { throw TPMError.nvIndexReplaced(handle: handle) }
+                return current
+            }
             if let bio = policy.biometric {
-                guard bio.domainState.count == Self.enrollmentStateSize else {
+                guard bio.counterAtMost != nil || bio.domainState.count == Self.enrollmentStateSize else {
                     throw TPMError.invalidArgument("a domain state is \(Self.enrollmentStateSize) bytes")
                 }
-                nvName = try name(of: nvHandle(bio.nvIndex, ctx), ctx)
+                nvName = try checkedName(bio.nvIndex)
                 if bio.bindPCR7 { pcr7 = try readPCR7(ctx) }
             }
-            let authPolicy = Self.authPolicy(policy, nvName: nvName, pcr7: pcr7)
+            if let counter = policy.passcodeCounter { passcodeNVName = try checkedName(counter.nvIndex) }
+            let authPolicy = Self.authPolicy(policy, nvName: nvName, pcr7: pcr7, passcodeNVName: passcodeNVName)
 
             var inSensitive = TPM2B_SENSITIVE_CREATE()
             defer { wipe(&inSensitive) }
@@ -68,7 +80,7 @@ extension TPM {
             guard let outPrivate, let outPublic else {
                 throw TPMError.other(code: 0, text: "TPM2_Create returned no object")
             }
-            return SealedBlob(policy: policy, srkName: srk.name, nvName: nvName, pcr7Value: pcr7,
+            return SealedBlob(policy: policy, srkName: srk.name, nvName: nvName, passcodeNVName: passcodeNVName, pcr7Value: pcr7,
                               publicArea: try marshal(outPublic, Tss2_MU_TPM2B_PUBLIC_Marshal),
                               privateArea: try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal),
                               check: SealedBlob.checkValue(of: key))

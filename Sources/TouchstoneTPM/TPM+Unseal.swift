@@ -67,9 +67,10 @@ extension TPM {
             var selection = Self.pcr7Selection()
             try check(Esys_PolicyPCR(ctx, policy, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &empty, &selection), .policyPCR, ctx)
         }
-        var operand = try TPM2B_DIGEST(bytes: bio.domainState)
+        let condition = bio.policyNV
+        var operand = try TPM2B_DIGEST(bytes: condition.operand)
         try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, policy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                                &operand, 0, ts_EO_EQ), .policyNV, ctx)
+                                &operand, 0, TPM2_EO(condition.operation)), .policyNV, ctx)
         do {
             if blob.policy.passcode {
                 try policyOR(policy, blob, ctx)
@@ -102,6 +103,15 @@ extension TPM {
         let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
         sessions.append(session)
         try check(Esys_PolicyAuthValue(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE), .generic, ctx)
+        if let counter = blob.policy.passcodeCounter {
+            // Scheme 2: the passcode counter at most the key's generation;
+            // after a passcode change it is past it, for every copy.
+            let nv: ESYS_TR
+            do { nv = try nvHandle(counter.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.passcodeChanged }
+            var operand = try TPM2B_DIGEST(bytes: counterOperand(counter.atMost))
+            try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, session, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                    &operand, 0, ts_EO_UNSIGNED_LE), .policyNVPasscode, ctx)
+        }
         if blob.policy.biometric != nil {
             try policyOR(session, blob, ctx)
         }
@@ -166,7 +176,7 @@ extension TPM {
         } catch {
             throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
         }
-        let expected = Self.authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value)
+        let expected = Self.authPolicy(of: blob)
         guard tupleBytes(inPublic.publicArea.authPolicy.buffer, size: inPublic.publicArea.authPolicy.size) == expected.bytes else {
             throw TPMError.corruptedBlob(detail: "its policy is not the one recorded")
         }

@@ -17,6 +17,13 @@ package enum TPMError: Error, Equatable, Sendable {
     /// The boot state (PCR 7, Secure Boot policy) differs from when the key
     /// was sealed with PCR binding.
     case bootStateChanged
+    /// The passcode counter is past the key's generation: the passcode was
+    /// changed since this key was sealed (scheme 2), so it is an old copy.
+    case passcodeChanged
+    /// An NV index Touchstone relies on has another name than the one
+    /// recorded when it was defined: someone undefined it and defined
+    /// another one there.
+    case nvIndexReplaced(handle: UInt32)
     /// The TPM rejected the passcode (its dictionary-attack counter rose).
     case wrongPasscode
     /// The TPM is in dictionary-attack lockout. `retryAfterSeconds` is the
@@ -53,6 +60,9 @@ extension TPMError: CustomStringConvertible {
             return "permission denied opening \(path) (join the 'tss' group or install Touchstone's udev rule)"
         case .enrollmentChanged: return "the enrolled fingers changed since this key was sealed"
         case .bootStateChanged: return "the boot state (PCR 7) changed since this key was sealed"
+        case .passcodeChanged: return "the passcode was changed since this key was sealed"
+        case .nvIndexReplaced(let handle):
+            return "the TPM's enrolment state was replaced (NV index 0x\(String(handle, radix: 16)) is not the one Touchstone defined)"
         case .wrongPasscode: return "wrong passcode"
         case .lockout(let seconds):
             if let seconds { return "the TPM is in dictionary-attack lockout; one attempt is restored every \(seconds) s" }
@@ -78,6 +88,7 @@ enum TPMOperation {
     case connect
     case load
     case policyNV
+    case policyNVPasscode
     case policyPCR
     case policyOR
     case unsealBiometric
@@ -85,6 +96,8 @@ enum TPMOperation {
     case unsealDevice
     case nvWrite
     case nvChangeAuth
+    case incrementCounter
+    case readCounter
     case objectChangeAuth
     case generic
 }
@@ -113,12 +126,19 @@ extension TPMError {
             break
         }
         switch operation {
-        case .unsealPasscode, .nvWrite, .nvChangeAuth, .objectChangeAuth:
+        case .unsealPasscode, .nvWrite, .nvChangeAuth, .objectChangeAuth, .incrementCounter:
             if base == ts_RC_AUTH_FAIL || base == ts_RC_BAD_AUTH { return .wrongPasscode }
+        case .readCounter:
+            if base == ts_RC_NV_UNINITIALIZED { return .invalidArgument("the counter has never been incremented") }
         case .policyNV, .unsealBiometric:
             if base == ts_RC_POLICY || base == ts_RC_POLICY_FAIL || base == ts_RC_HANDLE
                 || base == ts_RC_NV_UNINITIALIZED {
                 return .enrollmentChanged
+            }
+        case .policyNVPasscode:
+            if base == ts_RC_POLICY || base == ts_RC_POLICY_FAIL || base == ts_RC_HANDLE
+                || base == ts_RC_NV_UNINITIALIZED {
+                return .passcodeChanged
             }
         case .policyPCR:
             break
