@@ -66,6 +66,7 @@ enum BackendFailure: Error {
         case .storage(let failure): self = .storage(failure)
         case .invalidInput(let what): self = .invalidInput(what)
         case .tpm(let error): self = Self(tpm: error)
+        case .fingersTampered: self = .corrupted(error.description)
         }
     }
 
@@ -74,7 +75,7 @@ enum BackendFailure: Error {
         case .wrongPasscode: self = .wrongPasscode
         case .lockout(let seconds): self = .passcodeLockout(retryAfterSeconds: seconds)
         case .enrollmentChanged: self = .itemInvalidated
-        case .corruptedBlob: self = .corrupted(error.description)
+        case .corruptedBlob, .nvIndexReplaced, .passcodeChanged: self = .corrupted(error.description)
         default: self = .tpm(error.failure)
         }
     }

@@ -61,6 +61,10 @@ public struct Status: Sendable, Hashable, Encodable {
     public var vault: Vault
     public var passcodeSet: Bool?
     public var fingers: [Finger]
+    /// Why no finger can match although the vault opened: its enrolled
+    /// fingers' store was altered outside an enrolment (`fingers` is then
+    /// empty). In the JSON as `fingersProblem`, a message.
+    public var fingersProblem: DeviceError?
     public var biometryLockout: Bool?
     /// Failed matches in a row.
     public var failedAttempts: Int?
@@ -84,7 +88,7 @@ public struct Status: Sendable, Hashable, Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case home, reader, tpm, vault, passcodeSet, fingers, biometryLockout, failedAttempts, items
+        case home, reader, tpm, vault, passcodeSet, fingers, fingersProblem, biometryLockout, failedAttempts, items
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -95,6 +99,7 @@ public struct Status: Sendable, Hashable, Encodable {
         try container.encode(vault, forKey: .vault)
         try container.encode(passcodeSet, forKey: .passcodeSet)
         try container.encode(fingers, forKey: .fingers)
+        try container.encodeIfPresent(fingersProblem?.description, forKey: .fingersProblem)
         try container.encode(biometryLockout, forKey: .biometryLockout)
         try container.encode(failedAttempts, forKey: .failedAttempts)
         try container.encode(items, forKey: .items)

@@ -21,7 +21,7 @@ struct VaultCaseMeasurement {
         let home = URL(fileURLWithPath: folder + "/vault-\(size)-\(mode.tag)")
         let opened = try timed { try Vault(home: home, tpm: tpm) }
         let vault = opened.result
-        try vault.setPasscode(passcode, domainState: SecureBytes.random(count: TPM.enrollmentStateSize).withUnsafeBytes { Array($0) })
+        try vault.setPasscode(passcode)
         let reader = try VaultRowReader(databasePath: home.appendingPathComponent(Vault.databaseName).path)
         let plain = try PlainSQLiteStore(path: folder + "/plain-\(size)-\(mode.tag).sqlite")
 

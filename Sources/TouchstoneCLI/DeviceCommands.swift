@@ -13,7 +13,7 @@ extension Session {
         let status = await TouchstoneDevice.status(of: configuration)
         if Task.isCancelled { throw CLIFailure.cancelled }
         if options.json { try Output.json(status) } else { Output.result(status.text) }
-        if let problem = status.problem { throw translation.device(problem) }
+        if let problem = status.problem ?? status.fingersProblem { throw translation.device(problem) }
     }
 
     // MARK: passcode
@@ -64,7 +64,17 @@ extension Session {
 
     private func unenroll(_ target: Command.UnenrollTarget, _ device: TouchstoneDevice) async throws {
         guard try await device.passcodeIsSet() else { throw translation.authentication(.passcodeNotSet) }
-        let enrolled = try await device.enrolledFingers()
+        var enrolled: [Finger] = []
+        var storeAltered = false
+        do {
+            enrolled = try await device.enrolledFingers()
+        } catch {
+            // A fingers' store found altered: unenrolling every finger,
+            // with the passcode, is how its owner starts again.
+            guard target == .all, case .corrupted = error else { throw error }
+            storeAltered = true
+        }
+        if storeAltered { return try await unenrollAll(device) }
         guard !enrolled.isEmpty else { throw translation.authentication(.biometryNotEnrolled) }
         var finger: Finger?
         if case .finger(let named) = target {
@@ -77,6 +87,12 @@ extension Session {
         let passcode = try await interaction.readPasscode(prompt: "Passcode: ")
         try await device.unenroll(finger, passcode: passcode)
         Output.progress(finger.map { "\($0.fprintdName) unenrolled" } ?? "every finger unenrolled")
+    }
+
+    private func unenrollAll(_ device: TouchstoneDevice) async throws {
+        let passcode = try await interaction.readPasscode(prompt: "Passcode: ")
+        try await device.unenroll(nil, passcode: passcode)
+        Output.progress("every finger unenrolled")
     }
 
     func fingers() async throws {
@@ -109,7 +125,7 @@ extension Status {
             TPM:       \(tpmLine)
             vault:     \(vaultLine)
             passcode:  \(known(passcodeSet) { $0 ? "set" : "not set" })
-            fingers:   \(fingers.isEmpty ? "none enrolled" : fingers.map(\.fprintdName).joined(separator: ", "))
+            fingers:   \(fingersProblem.map { "none usable: \($0.description)" } ?? (fingers.isEmpty ? "none enrolled" : fingers.map(\.fprintdName).joined(separator: ", ")))
             biometry:  \(known(biometryLockout) { $0 ? "locked out (the passcode clears it)" : "not locked out" }), \(known(failedAttempts) { "\($0)" }) failed attempts in a row
             items:     \(known(items) { "\($0)" })
             """

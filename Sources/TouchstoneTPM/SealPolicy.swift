@@ -144,6 +144,33 @@ package struct PasscodeAuth: Sendable {
         value = out
     }
 
+    /// An authValue given as is (a key derived elsewhere: the vault's
+    /// counters take one derived from its root key).
+    package init(authValue: SecureBytes) {
+        precondition(authValue.count == Self.size, "an authValue is \(Self.size) bytes")
+        value = authValue
+    }
+
+    /// Scheme 2's authValue: this one under keyed BLAKE2b-256 with the
+    /// vault's random salt (32 bytes), so that one vault's authValue says
+    /// nothing about another's, even for the same passcode.
+    package func salted(with salt: [UInt8]) -> PasscodeAuth {
+        precondition(salt.count == Self.saltSize, "a passcode salt is \(Self.saltSize) bytes")
+        ensureSodium()
+        var input = Self.saltedDomain
+        value.withUnsafeBytes { input.append(contentsOf: $0) }
+        defer { secureWipe(&input) }
+        let out = SecureBytes(count: Self.size)
+        out.withUnsafeMutableBytes { dst in
+            _ = crypto_generichash(dst.baseAddress!.assumingMemoryBound(to: UInt8.self), Self.size,
+                                   input, UInt64(input.count), salt, salt.count)
+        }
+        return PasscodeAuth(authValue: out)
+    }
+
+    package static let saltSize = 32
+    private static let saltedDomain = Array("touchstone/passcode-auth/v2".utf8)
+
     /// Convenience for tests and callers that hold the passcode as a String.
     /// The String's own storage cannot be wiped; prefer `init(passcode:)`.
     package init(passcodeString: String) {

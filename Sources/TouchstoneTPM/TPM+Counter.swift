@@ -85,6 +85,56 @@ extension TPM {
         try withContext { ctx in try name(of: nvHandle(handle, ctx), ctx) }
     }
 
+    /// ESYS's record of the NV index at `handle` (its public area and
+    /// name), for `adoptNVIndex`: a later process then uses the index
+    /// without reading its public area from the TPM first.
+    package func nvIndexRecord(_ handle: UInt32) throws -> [UInt8] {
+        try withContext { ctx in
+            let nv = try nvHandle(handle, ctx)
+            var buffer: UnsafeMutablePointer<UInt8>?
+            var size = 0
+            try check(Esys_TR_Serialize(ctx, nv, &buffer, &size), .generic, ctx)
+            defer { Esys_Free(buffer) }
+            guard let buffer else { return [] }
+            return Array(UnsafeBufferPointer(start: buffer, count: size))
+        }
+    }
+
+    /// Takes the NV index at `handle` as `record` (from `nvIndexRecord`)
+    /// describes it, without asking the TPM: the name used is the recorded
+    /// one. A policy that names the index then holds only if the TPM's
+    /// index has that name (PolicyNV extends the digest with the TPM's own
+    /// name of it), so an index replaced since fails at the Unseal.
+    /// Nothing happens when the index is known already or the record does
+    /// not parse (the TPM is asked when the index is first used).
+    package func adoptNVIndex(_ handle: UInt32, record: [UInt8]) {
+        _ = try? withContext { ctx in
+            guard nvHandles[handle] == nil, !record.isEmpty else { return }
+            var tr: ESYS_TR = ESYS_TR_NONE
+            let rc = record.withUnsafeBufferPointer { Esys_TR_Deserialize(ctx, $0.baseAddress, $0.count, &tr) }
+            guard rc == ts_RC_SUCCESS else { return }
+            var handleOfRecord: TPM2_HANDLE = 0
+            guard Esys_TR_GetTpmHandle(ctx, tr, &handleOfRecord) == ts_RC_SUCCESS, handleOfRecord == handle else {
+                _ = Esys_TR_Close(ctx, &tr)
+                return
+            }
+            nvHandles[handle] = tr
+        }
+    }
+
+    /// The name the TPM gives the index at `handle` now, asked afresh (not
+    /// the one this instance may hold from a record); nil when no index is
+    /// defined there.
+    package func currentNVName(_ handle: UInt32) throws -> [UInt8]? {
+        try withContext { ctx in
+            if let known = nvHandles.removeValue(forKey: handle) {
+                var tr = known
+                _ = Esys_TR_Close(ctx, &tr)
+            }
+            do { return try name(of: nvHandle(handle, ctx), ctx) } catch TPMError.enrollmentIndexMissing { return nil }
+        }
+    }
+
     /// Deletes an NV index (owner authorization).
     package func undefineNVIndex(_ handle: UInt32) throws {
         try withContext { ctx in

@@ -54,6 +54,25 @@ extension TPM {
     private func unsealBiometric(_ blob: SealedBlob, item: ESYS_TR, sessions: inout [ESYS_TR],
                                  _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
         let bio = blob.policy.biometric!
+        if bio.counterAtMost != nil {
+            do {
+                return try unsealBiometricCondition(blob, bio, item: item, sessions: &sessions, ctx)
+            } catch let error as TPMError {
+                if case .enrollmentChanged = error {
+                    throw counterFailure(bio.nvIndex, recordedName: blob.nvName, otherwise: error, ctx)
+                }
+                if case .corruptedBlob = error {
+                    throw counterFailure(bio.nvIndex, recordedName: blob.nvName, otherwise: error, ctx)
+                }
+                throw error
+            }
+        }
+        return try unsealBiometricCondition(blob, bio, item: item, sessions: &sessions, ctx)
+    }
+
+    private func unsealBiometricCondition(_ blob: SealedBlob, _ bio: BiometricCondition, item: ESYS_TR,
+                                          sessions: inout [ESYS_TR],
+                                          _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
         let nv: ESYS_TR
         do { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.enrollmentChanged }
         // The policy session proves the NV condition but does not encrypt:
@@ -95,6 +114,26 @@ extension TPM {
         }
     }
 
+    /// Why a scheme-2 key's counter condition failed: the counter past the
+    /// key's generation (`otherwise`), or no longer the index it was sealed
+    /// to (`nvIndexReplaced`: its name, asked from the TPM afresh, is not
+    /// the recorded one).
+    private func counterFailure(_ handle: UInt32, recordedName: [UInt8], otherwise: TPMError,
+                                _ ctx: OpaquePointer) -> TPMError {
+        if let known = nvHandles.removeValue(forKey: handle) {
+            var tr = known
+            _ = Esys_TR_Close(ctx, &tr)
+        }
+        do {
+            let current = try name(of: nvHandle(handle, ctx), ctx)
+            return current == recordedName ? otherwise : .nvIndexReplaced(handle: handle)
+        } catch TPMError.enrollmentIndexMissing {
+            return otherwise  // deleted: the keys bound to it are closed, as by an increment
+        } catch {
+            return otherwise
+        }
+    }
+
     private func unsealPasscode(_ blob: SealedBlob, item: ESYS_TR, passcode: PasscodeAuth, sessions: inout [ESYS_TR],
                                 _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
         // PolicyAuthValue: the TPM checks an HMAC keyed with the authValue;
@@ -109,15 +148,28 @@ extension TPM {
             let nv: ESYS_TR
             do { nv = try nvHandle(counter.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.passcodeChanged }
             var operand = try TPM2B_DIGEST(bytes: counterOperand(counter.atMost))
-            try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, session, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
-                                    &operand, 0, ts_EO_UNSIGNED_LE), .policyNVPasscode, ctx)
+            do {
+                try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, session, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
+                                        &operand, 0, ts_EO_UNSIGNED_LE), .policyNVPasscode, ctx)
+            } catch TPMError.passcodeChanged {
+                throw counterFailure(counter.nvIndex, recordedName: blob.passcodeNVName, otherwise: .passcodeChanged, ctx)
+            }
         }
         if blob.policy.biometric != nil {
             try policyOR(session, blob, ctx)
         }
         try setAuth(item, passcode, ctx)
         defer { clearAuth(item, ctx) }
-        return try runUnseal(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
+        do {
+            return try runUnseal(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
+        } catch let error as TPMError {
+            // PolicyNV held on the index ESYS knows; a policy failure now is
+            // an index whose name is not the one sealed to.
+            if let counter = blob.policy.passcodeCounter, case .corruptedBlob = error {
+                throw counterFailure(counter.nvIndex, recordedName: blob.passcodeNVName, otherwise: error, ctx)
+            }
+            throw error
+        }
     }
 
     private func runUnseal(_ item: ESYS_TR, _ auth: ESYS_TR, _ encrypt: ESYS_TR, _ op: TPMOperation,
@@ -127,7 +179,7 @@ extension TPM {
         wipeResponseParameters(ctx)
         if !rc.isSuccess {
             // A policy that no longer holds fails here for single-branch keys.
-            if op == .unsealBiometric, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
+            if op == .unsealBiometric || op == .unsealPasscode, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
                 throw TPMError.corruptedBlob(detail: "policy check failed")
             }
             try check(rc.raw, op, ctx)

@@ -78,11 +78,40 @@ package final class SQLiteDatabase: @unchecked Sendable {
                 try execute("PRAGMA journal_mode=WAL")
                 try execute("PRAGMA foreign_keys=ON")
                 try execute("PRAGMA synchronous=NORMAL")
+                // Deleted and overwritten content is zeroed, not left in
+                // free pages: an item deleted, a key re-sealed after a
+                // passcode change (see `checkpointTruncating`).
+                try execute("PRAGMA secure_delete=ON")
             }
         } catch {
             close(checkpoint: false)
             throw error
         }
+    }
+
+    /// Copies the write-ahead log into the database and truncates it to
+    /// nothing, so content replaced since (with `secure_delete`, zeroed in
+    /// the database's pages) is gone from the log too. Another process
+    /// reading at that moment keeps the log in use: tried a few times, then
+    /// false (the next checkpoint overwrites it; the log is never read
+    /// past its last commit).
+    @discardableResult
+    func checkpointTruncating(attempts: Int = 20) -> Bool {
+        for attempt in 0..<attempts {
+            var busy: Int64 = 1
+            var logFrames: Int64 = -1
+            do {
+                try query("PRAGMA wal_checkpoint(TRUNCATE)") { row in
+                    busy = row.integer(0)
+                    logFrames = row.integer(1)
+                }
+            } catch {
+                busy = 1
+            }
+            if busy == 0 && logFrames <= 0 { return true }
+            if attempt + 1 < attempts { usleep(50_000) }
+        }
+        return false
     }
 
     /// Closes the connection (a no-op when closed). With `checkpoint`

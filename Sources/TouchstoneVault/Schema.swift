@@ -2,7 +2,7 @@
 /// version; each migration moves it up by one inside a transaction. A
 /// database newer than this code is refused, never touched.
 enum Schema {
-    static let current = 3
+    static let current = 4
 
     /// Migration `i` takes the schema from version i to i + 1, inside the
     /// transaction that also sets the new version.
@@ -10,6 +10,7 @@ enum Schema {
         { try $0.execute(firstRelease) },
         moveWrapsIntoItems,
         { try $0.execute(addCipherColumn) },
+        { try $0.execute(countersAndFingers) },
     ]
 
     /// 0 -> 1: the first release.
@@ -70,6 +71,23 @@ enum Schema {
     /// 2 -> 3: each row names the AEAD of its boxes (RecordCipher); every
     /// row so far is XChaCha20-Poly1305 (1).
     static let addCipherColumn = "ALTER TABLE items ADD COLUMN cipher INTEGER NOT NULL DEFAULT 1"
+
+    /// 3 -> 4: scheme 2 (docs/vault.md, "Scheme 2"). Class keys name the
+    /// counter value their biometric blob is sealed for, and biometry-any
+    /// keeps its passcode branch as a blob of its own; the enrolled prints
+    /// move into the vault, one sealed record per enrolment generation.
+    /// The TPM's part (the counters, the keys re-sealed to them, the prints
+    /// read from the first release's files) is done when the vault is next
+    /// opened with its TPM (Vault+Upgrade.swift): a migration changes the
+    /// database only.
+    static let countersAndFingers = """
+        ALTER TABLE class_keys ADD COLUMN generation INTEGER;   -- the counter value a scheme-2 biometric blob is sealed for
+        ALTER TABLE class_keys ADD COLUMN passcode_sealed BLOB; -- biometry-any: its passcode branch, a blob of its own
+        CREATE TABLE fingers (
+            generation INTEGER PRIMARY KEY,  -- the enrolment counter value this set is for
+            sealed     BLOB NOT NULL         -- AEAD(fingers key, reader, prints, domain state); the AD binds the generation
+        );
+        """
 
     static func migrate(_ db: SQLiteDatabase) throws {
         var version = 0

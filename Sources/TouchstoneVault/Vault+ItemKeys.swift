@@ -109,25 +109,28 @@ extension Vault {
         let (item, attributes) = try load(service: service, account: account)
         let classKeys = try classKeys()
         let wraps = try wraps(of: item)
-        // The TPM's state is read only when a biometry-current-set key is involved.
-        let needsState = wraps.contains { $0.classKeyIDs.contains { classKeys[$0]?.kind == .biometryCurrentSet } }
-        let state = needsState ? try currentDomainState() : nil
+        // The TPM's enrolment counter is read only when a biometry-current-set key is involved.
+        let needsGeneration = wraps.contains { $0.classKeyIDs.contains { classKeys[$0]?.kind == .biometryCurrentSet } }
+        let generation = needsGeneration ? try enrollmentGeneration() : nil
         let alternatives = attributes.access.alternatives
         guard wraps.count == alternatives.count else {
             throw VaultError.corrupted("the item \(service)/\(account) has \(wraps.count) wrapped keys for \(alternatives.count) ways in")
         }
-        let open = zip(wraps, alternatives).filter { wrap, _ in Self.isOpen(wrap, classKeys, state) }.map(\.1)
+        let open = zip(wraps, alternatives).filter { wrap, _ in Self.isOpen(wrap, classKeys, generation) }.map(\.1)
         guard !open.isEmpty else { throw VaultError.itemInvalidated }
         if attributes.access.flags.isEmpty { return .none }
         if attributes.access.combination == .all { return attributes.access }
         return AccessControl(stored: open.flatMap { $0 }, combination: .any)
     }
 
-    static func isOpen(_ wrap: Wrap, _ classKeys: [Int64: ClassKey], _ state: [UInt8]?) -> Bool {
+    /// Whether each class key of the way is still there and, for a
+    /// current-set key, sealed for the enrolment generation the counter is
+    /// at (`generation`).
+    static func isOpen(_ wrap: Wrap, _ classKeys: [Int64: ClassKey], _ generation: UInt64?) -> Bool {
         wrap.classKeyIDs.allSatisfy { id in
             if id == ClassKey.deviceID { return true }
             guard let key = classKeys[id] else { return false }
-            return key.kind != .biometryCurrentSet || key.epoch == state
+            return key.kind != .biometryCurrentSet || (!key.sealed.isEmpty && key.generation == generation)
         }
     }
 }

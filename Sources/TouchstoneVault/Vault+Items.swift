@@ -16,7 +16,7 @@ extension Vault {
             throw VaultError.invalidInput("a secret is 1 byte to 1 MiB, not \(secret.count) bytes")
         }
         if attributes.accessibility == .whenPasscodeSetThisDeviceOnly || !attributes.access.flags.isEmpty {
-            guard try enrollmentIndex() != nil else { throw VaultError.passcodeNotSet }
+            guard isPasscodeSet else { throw VaultError.passcodeNotSet }
         }
         let lookup = lookupHash(service: attributes.service, account: attributes.account)
         if try exists(lookup: lookup) { throw VaultError.duplicateItem }
@@ -211,7 +211,8 @@ extension Vault {
     /// any secret. One bad record is listed as corrupted; the rest are listed.
     package func list(service: String? = nil) throws -> [ListedItem] {
         let classKeys = try classKeys()
-        let state = try currentDomainState()
+        // The TPM's enrolment counter is read only when a current-set key is there.
+        let generation = classKeys.values.contains { $0.kind == .biometryCurrentSet } ? try enrollmentGeneration() : nil
         var out: [ListedItem] = []
         for item in try allRows() {
             guard let attributes = try? openMetadata(item) else {
@@ -223,7 +224,7 @@ extension Vault {
                 out.append(ListedItem(attributes: attributes, state: .corrupted))
                 continue
             }
-            let open = wraps.contains { Self.isOpen($0, classKeys, state) }
+            let open = wraps.contains { Self.isOpen($0, classKeys, generation) }
             out.append(ListedItem(attributes: attributes, state: open ? .ok : .invalidated))
         }
         return out

@@ -4,8 +4,9 @@ import TouchstoneTPM
 
 extension Vault {
     /// Every key of this vault that `proof` reaches, labelled: the root key
-    /// (unsealed once more from `tpm`), its subkeys (three, and two more for
-    /// AES-256-GCM rows where the CPU has AES-NI), every class key, and the
+    /// (unsealed once more from `tpm`), its subkeys (seven, and two more for
+    /// AES-256-GCM rows where the CPU has AES-NI), the salted passcode
+    /// authValue when `proof` holds the passcode, every class key, and the
     /// item keys of `accounts` under `service` (those that have one).
     ///
     /// Internal, for the memory-scan tests (MemoryScanTests in a stopped
@@ -16,12 +17,18 @@ extension Vault {
         var keys: [(label: String, key: SecureBytes)] = [
             ("root key", root), ("metadata key", metadataKey), ("lookup key", lookupKey), ("device wrap key", deviceKey),
         ]
+        keys += [("fingers key", fingersKey.material), ("domain-state key", domainStateKey),
+                 ("enrolment counter authValue", enrollmentCounterAuth.value),
+                 ("passcode counter authValue", passcodeCounterAuth.value)]
         if RecordCipher.aesAvailable {
             for purpose in ["metadata", "device-wrap"] {
                 keys.append(("\(purpose) key (AES-256-GCM)", Crypto.subkey(root, CipherKeys.aesPurpose(purpose))))
             }
         }
-        for key in try classKeys().values.sorted(by: { $0.id < $1.id }) {
+        if let passcode = proof.passcode, isPasscodeSet {
+            keys.append(("salted passcode authValue", passcode.salted(with: try passcodeSalt()).value))
+        }
+        for key in try classKeys().values.sorted(by: { $0.id < $1.id }) where !key.sealed.isEmpty {
             keys.append(("class key \(key.id) (\(key.kind?.rawValue ?? "?"))", try openClassKey(key, proof: proof)))
         }
         for account in accounts {

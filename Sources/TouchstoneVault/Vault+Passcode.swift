@@ -2,109 +2,73 @@ import Foundation
 import TouchstoneSecure
 import TouchstoneTPM
 
-/// The passcode and the enrolment state, as the vault sees them.
+/// The passcode, as the vault sees it (scheme 2; docs/vault.md).
 ///
-/// Setting the passcode defines the TPM's enrolment-state index and makes
-/// the three class keys; changing it re-seals them (ObjectChangeAuth) in one
-/// database commit; removing it destroys them, so every item that needs the
-/// passcode or biometry becomes unusable, and items kept "when passcode set"
-/// are deleted.
+/// Setting it defines the two counters and makes the three class keys;
+/// changing it seals the passcode blobs anew for the new passcode and the
+/// next passcode generation, commits them, then increments the passcode
+/// counter, so no copy of the vault from before the change opens anything
+/// with the old passcode; removing it destroys the class keys and the
+/// counters, so every item that needs the passcode or biometry becomes
+/// unusable, and items kept "when passcode set" are deleted.
 ///
-/// The index's authValue is derived from the passcode class key's secret
-/// half, which only the TPM releases, and only for the passcode: writing
-/// the index needs the passcode as before, but a passcode change leaves
-/// the index alone, so it cannot stop half-way between the TPM and the
-/// database (moving the index's authValue with NV_ChangeAuth could: the TPM
-/// took the new passcode, the database still had the old one).
+/// The TPM checks the passcode: it is the authValue of the passcode blobs,
+/// keyed BLAKE2b of the passcode's own derivation with a random salt of
+/// this vault's (`PasscodeAuth.salted`), drawn anew at every change.
 extension Vault {
-    /// meta `index_auth`: how the index's authValue is made. Absent in
-    /// vaults made before: there it is the passcode's own authValue, moved
-    /// to the derived one at the next enrolment change or passcode change.
-    static let indexAuthScheme = Array("passcode-class-key/v1".utf8)
+    /// meta: the salt of the passcode's authValue (scheme 2).
+    static let saltKey = "passcode_salt"
 
-    /// The index's authValue for a passcode class key's secret half.
-    static func indexAuth(passcodeKeySecret: SecureBytes) -> PasscodeAuth {
-        PasscodeAuth(passcode: Crypto.subkey(passcodeKeySecret, "enrolment-index-auth"))
-    }
+    package var isPasscodeSet: Bool { ((try? counter(.passcode)) ?? nil) != nil }
 
-    /// Checks the passcode with the TPM and returns the authValue that
-    /// writes the enrolment index, with the proof (which holds the opened
-    /// passcode class key).
-    ///
-    /// A vault from before the derived authValue (no `index_auth`) is moved
-    /// to it here, once: NV_ChangeAuth from the passcode, then `index_auth`
-    /// recorded. Stopped in between, the next call finds the index refusing
-    /// the passcode and taking the derived value (one failed try on the
-    /// TPM's dictionary-attack count, once). `interruptedNew`: the new
-    /// passcode of a change, which such a vault's index may have taken
-    /// already if an earlier change of the old kind was cut short.
-    func indexAuth(_ passcode: PasscodeAuth, interruptedNew: PasscodeAuth? = nil) throws -> (PasscodeAuth, VaultProof) {
-        guard let index = try enrollmentIndex() else { throw VaultError.passcodeNotSet }
-        let key = try passcodeClassKey()
-        let proof = try verifyPasscode(passcode)
-        guard let secret = proof.openedClassKeys[key.id] else { throw VaultError.corrupted("the passcode class key") }
-        let derived = Self.indexAuth(passcodeKeySecret: secret)
-        if try meta("index_auth") != Self.indexAuthScheme {
-            do {
-                try tpm.changeEnrollmentIndexPasscode(index, from: passcode, to: derived)
-            } catch TPMError.wrongPasscode {
-                let state = try withTPM { try tpm.readEnrollmentState(index) }
-                do {
-                    try tpm.writeEnrollmentState(index, state: state, passcode: derived)
-                } catch TPMError.wrongPasscode where interruptedNew != nil {
-                    try withTPM { try tpm.changeEnrollmentIndexPasscode(index, from: interruptedNew!, to: derived) }
-                } catch let error as TPMError {
-                    throw VaultError.tpm(error)
-                }
-            } catch let error as TPMError {
-                throw VaultError.tpm(error)
-            }
-            try setMeta("index_auth", Self.indexAuthScheme)
+    func passcodeSalt() throws -> [UInt8] {
+        guard let salt = try meta(Self.saltKey), salt.count == PasscodeAuth.saltSize else {
+            throw VaultError.corrupted("the vault's passcode salt")
         }
-        return (derived, proof)
+        return salt
     }
 
-    package var isPasscodeSet: Bool { (try? enrollmentIndex()) != nil }
-
-    /// The enrolment-state NV index, when a passcode is set.
-    package func enrollmentIndex() throws -> UInt32? {
-        try metaInt("nv_index").map { UInt32(truncatingIfNeeded: $0) }
-    }
-
-    /// The domain state on the TPM now (nil without a passcode).
-    package func currentDomainState() throws -> [UInt8]? {
-        guard let index = try enrollmentIndex() else { return nil }
-        return try withTPM { try tpm.readEnrollmentState(index) }
-    }
-
-    /// Sets the first passcode. `domainState` is the enrolment set's state
-    /// now (with no finger: any fresh random value).
-    package func setPasscode(_ passcode: PasscodeAuth, domainState: [UInt8]) throws {
+    /// Sets the first passcode.
+    package func setPasscode(_ passcode: PasscodeAuth) throws {
         try requireWritable()
-        guard try enrollmentIndex() == nil else { throw VaultError.passcodeAlreadySet }
-        let (passPK, passSK) = Crypto.keyPair()
-        let index = try withTPM { try tpm.freeEnrollmentIndex() }
-        try withTPM {
-            try tpm.defineEnrollmentIndex(index, passcode: Self.indexAuth(passcodeKeySecret: passSK), initialState: domainState)
-        }
+        guard !isPasscodeSet else { throw VaultError.passcodeAlreadySet }
+        var defined: [Counter] = []
         do {
-            let condition = BiometricCondition(nvIndex: index, domainState: domainState)
+            let (enrollment, generation) = try defineCounter(.enrollment)
+            defined.append(enrollment)
+            let (passcodeCounter, passcodeGeneration) = try defineCounter(.passcode)
+            defined.append(passcodeCounter)
+            let salt = SecureBytes.random(count: PasscodeAuth.saltSize).withUnsafeBytes { Array($0) }
+            let auth = passcode.salted(with: salt)
+            let names = [enrollment.handle: enrollment.name, passcodeCounter.handle: passcodeCounter.name]
+            let passcodePolicy = SealPolicy.passcode(counter: CounterCondition(counter: passcodeCounter.handle, atMost: passcodeGeneration))
+            let biometricPolicy = SealPolicy.biometricOnly(BiometricCondition(counter: enrollment.handle, atMost: generation))
+
+            let (passPK, passSK) = Crypto.keyPair()
+            let passBlob = try withTPM { try tpm.seal(passSK, policy: passcodePolicy, passcode: auth, expectedNames: names) }
             let (anyPK, anySK) = Crypto.keyPair()
-            let passBlob = try withTPM { try tpm.seal(passSK, policy: .passcodeOnly, passcode: passcode) }
-            let anyBlob = try withTPM { try tpm.seal(anySK, policy: .biometricOrPasscode(condition), passcode: passcode) }
+            let anyBlob = try withTPM { try tpm.seal(anySK, policy: biometricPolicy, expectedNames: names) }
+            let anyPasscodeBlob = try withTPM { try tpm.seal(anySK, policy: passcodePolicy, passcode: auth, expectedNames: names) }
+            let (currentPK, currentBlob) = try sealCurrentSetKey(generation: generation, counter: enrollment, names: names)
+            let fingers = try sealFingers(EnrolledFingers(reader: nil, prints: [], generation: generation,
+                                                          domainState: domainState(reader: nil, prints: [], generation: generation)))
             try db.transaction {
                 let now = Date().timeIntervalSince1970
                 try db.query("INSERT INTO class_keys(kind, public, sealed, created) VALUES('passcode', ?, ?, ?)",
                              [.blob(passPK), .blob(passBlob.serialized()), .real(now)])
-                try db.query("INSERT INTO class_keys(kind, public, sealed, created) VALUES('biometry-any', ?, ?, ?)",
-                             [.blob(anyPK), .blob(anyBlob.serialized()), .real(now)])
-                try insertCurrentSetKey(index: index, state: domainState)
-                try setMetaInt("nv_index", Int(index))
-                try setMeta("index_auth", Self.indexAuthScheme)
+                try db.query("INSERT INTO class_keys(kind, public, sealed, passcode_sealed, generation, created) VALUES('biometry-any', ?, ?, ?, ?, ?)",
+                             [.blob(anyPK), .blob(anyBlob.serialized()), .blob(anyPasscodeBlob.serialized()),
+                              .integer(Int64(bitPattern: generation)), .real(now)])
+                try insertCurrentSetKey(publicKey: currentPK, blob: currentBlob, generation: generation)
+                try storeFingers(fingers, generation: generation)
+                try recordCounter(enrollment, generation: generation)
+                try recordCounter(passcodeCounter, generation: passcodeGeneration)
+                try setMeta(Self.saltKey, salt)
                 try setMetaInt("biometric_failures", 0)
             }
         } catch {
-            try? tpm.undefineEnrollmentIndex(index)
+            for counter in defined { try? tpm.undefineNVIndex(counter.handle) }
+            for role in CounterRole.allCases { try? setMeta(role.definingKey, nil) }
             throw error
         }
     }
@@ -113,98 +77,106 @@ extension Vault {
     /// a wrong one counts against the TPM's dictionary-attack limit). The
     /// proof it returns carries the opened class key, so reading a passcode
     /// item with it needs no second unseal.
+    ///
+    /// A vault upgraded from the first release still has that release's
+    /// passcode blobs (unsalted authValue, no counter): the first proof
+    /// seals them anew as scheme 2's, once.
     @discardableResult
     package func verifyPasscode(_ passcode: PasscodeAuth) throws -> VaultProof {
         let key = try passcodeClassKey()
         var proof = VaultProof(passcode: passcode)
-        proof.openedClassKeys[key.id] = try openClassKey(key, proof: proof)
+        let secret = try openClassKey(key, proof: proof)
+        proof.openedClassKeys[key.id] = secret
+        if !db.isReadOnly, try Self.blob(key.sealed).policy.passcodeCounter == nil {
+            try upgradePasscodeBlobs(passcode, passcodeKey: key, secret: secret)
+        }
         return proof
     }
 
     func passcodeClassKey() throws -> ClassKey {
-        guard try enrollmentIndex() != nil,
-              let key = try classKeys().values.filter({ $0.kind == .passcode }).max(by: { $0.id < $1.id }) else {
-            throw VaultError.passcodeNotSet
-        }
-        return key
+        guard isPasscodeSet else { throw VaultError.passcodeNotSet }
+        return try classKey(.passcode)
     }
 
-    /// Replaces the passcode. Nothing changes if `old` is wrong. The TPM
-    /// re-seals the class keys (which changes nothing on the TPM: the old
-    /// blobs stay valid until the database stops naming them), then one
-    /// database commit switches to them: a crash anywhere leaves the old
-    /// passcode or the new one in full. The enrolment index is not touched
-    /// (its authValue comes from the passcode class key, which keeps its
-    /// secret half), except once for a vault from before that.
+    /// Biometry-any's secret, from its passcode blob.
+    func biometryAnySecret(_ key: ClassKey, passcode: PasscodeAuth) throws -> SecureBytes {
+        guard let bytes = key.passcodeSealed else { throw VaultError.corrupted("the biometry-any class key has no passcode blob") }
+        return try unsealWithPasscode(bytes, passcode)
+    }
+
+    /// Replaces the passcode. Nothing changes if `old` is wrong. New blobs
+    /// for the new passcode, sealed for the next passcode generation, are
+    /// committed (with a new salt), then the passcode counter is
+    /// incremented: from then on no blob of the old passcode opens, here
+    /// or in any copy. The old blobs are zeroed in the database
+    /// (secure_delete) and the log truncated. Stopped before the increment,
+    /// the new passcode is in force and the next opening increments.
     package func changePasscode(from old: PasscodeAuth, to new: PasscodeAuth) throws {
         try requireWritable()
-        _ = try indexAuth(old, interruptedNew: new)  // checks `old`
-        let keys = try classKeys().values.filter { $0.kind == .passcode || $0.kind == .biometryAny }
-        var resealed: [(Int64, [UInt8])] = []
-        for key in keys {
-            let blob: SealedBlob
-            do { blob = try SealedBlob(serialized: key.sealed) } catch { throw VaultError.corrupted("a class key record") }
-            resealed.append((key.id, try withTPM { try tpm.resealForNewPasscode(blob, from: old, to: new) }.serialized()))
+        let proof = try verifyPasscode(old)
+        let passcodeKey = try passcodeClassKey()
+        guard let passcodeSecret = proof.openedClassKeys[passcodeKey.id] else { throw VaultError.corrupted("the passcode class key") }
+        let anyKeys = try classKeys().values.filter { $0.kind == .biometryAny }
+        let anySecrets = try anyKeys.map { ($0.id, try biometryAnySecret($0, passcode: old)) }
+        if try pendingRoles().contains(.passcode) { try completeIncrement(.passcode) }
+        let counter = try requireCounter(.passcode)
+        let value = try readCounter(counter)
+        guard value == (try committedGeneration(.passcode)) else {
+            throw VaultError.corrupted("the TPM's passcode counter is at \(value), the vault's keys are for \(try committedGeneration(.passcode))")
         }
+        let next = value + 1
+        let salt = SecureBytes.random(count: PasscodeAuth.saltSize).withUnsafeBytes { Array($0) }
+        let auth = new.salted(with: salt)
+        let names = try sealingNames([counter])
+        let policy = SealPolicy.passcode(counter: CounterCondition(counter: counter.handle, atMost: next))
+        let passBlob = try withTPM { try tpm.seal(passcodeSecret, policy: policy, passcode: auth, expectedNames: names) }
+        let anyBlobs = try anySecrets.map { id, secret in
+            (id, try withTPM { try tpm.seal(secret, policy: policy, passcode: auth, expectedNames: names) })
+        }
+        try step("passcode-sealed")
         try db.transaction {
-            for (id, blob) in resealed {
-                try db.query("UPDATE class_keys SET sealed = ?, previous = NULL WHERE id = ?", [.blob(blob), .integer(id)])
+            try db.query("UPDATE class_keys SET sealed = ?, previous = NULL WHERE id = ?",
+                         [.blob(passBlob.serialized()), .integer(passcodeKey.id)])
+            for (id, blob) in anyBlobs {
+                try db.query("UPDATE class_keys SET passcode_sealed = ? WHERE id = ?", [.blob(blob.serialized()), .integer(id)])
             }
+            try setMeta(Self.saltKey, salt)
+            try setCommittedGeneration(.passcode, next)
+            try markPending(.passcode)
             try setMetaInt("biometric_failures", 0)
         }
+        try step("passcode-committed")
+        try completeIncrement(.passcode)
+        try step("passcode-incremented")
+        try removeSuperseded(.passcode)
     }
 
-    /// Removes the passcode (after checking it): every finger's class keys
-    /// go, the index goes, items kept "when passcode set" are deleted.
-    /// Returns how many items were deleted.
+    /// Removes the passcode (after checking it): the class keys, the
+    /// fingers and the counters go, items kept "when passcode set" are
+    /// deleted. Returns how many items were deleted.
     @discardableResult
     package func removePasscode(_ passcode: PasscodeAuth) throws -> Int {
         try requireWritable()
-        guard let index = try enrollmentIndex() else { throw VaultError.passcodeNotSet }
+        guard isPasscodeSet else { throw VaultError.passcodeNotSet }
         try verifyPasscode(passcode)
+        let counters = try CounterRole.allCases.compactMap { try counter($0) }
         let doomed = try list().compactMap { item -> [UInt8]? in
             guard let a = item.attributes, a.accessibility == .whenPasscodeSetThisDeviceOnly else { return nil }
             return lookupHash(service: a.service, account: a.account)
         }
         try db.transaction {
             try db.execute("DELETE FROM class_keys")
+            try db.execute("DELETE FROM fingers")
             for lookup in doomed { try db.query("DELETE FROM items WHERE lookup = ?", [.blob(lookup)]) }
-            try setMeta("nv_index", nil)
-            try setMeta("index_auth", nil)
+            for role in CounterRole.allCases { try forgetCounter(role) }
+            for key in [Self.saltKey, Self.pendingKey, Self.fingersProblemKey, "setting.reader"] { try setMeta(key, nil) }
             try setMetaInt("biometric_failures", 0)
         }
-        // After the commit: a leftover index (if this fails) opens nothing,
-        // since no class key names it any more.
-        try? tpm.undefineEnrollmentIndex(index)
+        db.checkpointTruncating()
+        // After the commit: a leftover counter (if this fails) opens
+        // nothing, since no class key names it any more.
+        for counter in counters { try? tpm.undefineNVIndex(counter.handle) }
         return doomed.count
-    }
-
-    /// Records an enrolment change: writes the new domain state to the TPM
-    /// (the passcode proves the right to: the index's authValue comes from
-    /// the passcode class key), re-seals the biometry-any class key to it,
-    /// and makes a biometry-current-set class key for it. Keys sealed to
-    /// earlier states stay closed for good.
-    package func enrollmentChanged(to state: [UInt8], passcode: PasscodeAuth) throws {
-        try requireWritable()
-        guard let index = try enrollmentIndex() else { throw VaultError.passcodeNotSet }
-        let (indexAuth, _) = try indexAuth(passcode)
-        let condition = BiometricCondition(nvIndex: index, domainState: state)
-        guard let any = try classKeys().values.filter({ $0.kind == .biometryAny }).max(by: { $0.id < $1.id }) else {
-            throw VaultError.passcodeNotSet
-        }
-        let oldBlob: SealedBlob
-        do { oldBlob = try SealedBlob(serialized: any.sealed) } catch { throw VaultError.corrupted("a class key record") }
-        let anySK = try withTPM { try tpm.unseal(oldBlob, via: .passcode(passcode)) }
-        let newAny = try withTPM { try tpm.seal(anySK, policy: .biometricOrPasscode(condition), passcode: passcode) }
-        // New blobs first, the old one kept as `previous`: if the TPM write
-        // below does not happen, the old blob still opens.
-        try db.transaction {
-            try db.query("UPDATE class_keys SET previous = sealed, sealed = ? WHERE id = ?",
-                         [.blob(newAny.serialized()), .integer(any.id)])
-            try insertCurrentSetKey(index: index, state: state)
-        }
-        try withTPM { try tpm.writeEnrollmentState(index, state: state, passcode: indexAuth) }
-        try db.query("UPDATE class_keys SET previous = NULL WHERE id = ?", [.integer(any.id)])
     }
 
     // MARK: - Biometric failure count (survives restarts)
@@ -227,4 +199,28 @@ extension Vault {
         guard !isReadOnly else { return }
         try setMetaInt("biometric_failures", 0)
     }
+
+    // MARK: - Steps of a change
+
+    /// The steps of a change where a test may stop it (in order, for each
+    /// kind of change).
+    package static let steps = [
+        "fingers-sealed", "fingers-committed", "fingers-incremented",
+        "passcode-sealed", "passcode-committed", "passcode-incremented",
+    ]
+
+    func step(_ name: String) throws {
+        #if TOUCHSTONE_TEST_SUPPORT
+        try interruption?(name)
+        #endif
+    }
+
+    #if TOUCHSTONE_TEST_SUPPORT
+    static let killAtStepFromEnvironment: (@Sendable (String) throws -> Void)? = {
+        guard let step = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_KILL_AT"], steps.contains(step) else { return nil }
+        return { name in
+            if name == step { kill(getpid(), SIGKILL) }
+        }
+    }()
+    #endif
 }

@@ -35,8 +35,26 @@ package final class Vault: @unchecked Sendable {
     let deviceKey: SecureBytes
     let metadataKeys: CipherKeys
     let deviceKeys: CipherKeys
+    /// Scheme 2: the counters' authValues (a counter is this vault's to
+    /// increment; its value, not its authValue, is what keys rely on), the
+    /// key of the enrolled fingers' records and of the domain state.
+    let enrollmentCounterAuth: PasscodeAuth
+    let passcodeCounterAuth: PasscodeAuth
+    let fingersKey: AEADKey
+    let domainStateKey: SecureBytes
     /// The cipher new rows are written with.
     let recordCipher: RecordCipher
+    /// Whose prints the first release kept in `prints/` (read once, when
+    /// such a vault is upgraded).
+    let user: String
+
+    #if TOUCHSTONE_TEST_SUPPORT
+    /// Tests: called at each step of a change (`Vault.steps`), where a
+    /// test may throw to stop the change there. The environment variable
+    /// TOUCHSTONE_TEST_KILL_AT=<step> kills the process there instead
+    /// (debug builds only).
+    package var interruption: (@Sendable (String) throws -> Void)? = Vault.killAtStepFromEnvironment
+    #endif
 
     package static let databaseName = "vault.sqlite"
     /// The largest secret an item holds (1 MiB).
@@ -48,16 +66,22 @@ package final class Vault: @unchecked Sendable {
     /// group or others can read is refused (fix it with chmod 700). On a
     /// read-only file system the vault opens read-only: listing and reading
     /// work, changes are refused (`isReadOnly`).
-    package convenience init(home: URL, tpm: TPM) throws {
-        try self.init(home: home, tpm: tpm, recordCipher: .preferred)
+    ///
+    /// A vault of the first release's TPM scheme is upgraded here (its
+    /// keys re-sealed to counters, `user`'s prints moved in from
+    /// `prints/`), and a change that was cut short is finished: neither
+    /// needs the passcode.
+    package convenience init(home: URL, tpm: TPM, user: String = ProcessInfo.processInfo.userName) throws {
+        try self.init(home: home, tpm: tpm, recordCipher: .preferred, user: user)
     }
 
     /// `recordCipher`: what new rows are written with (tests write both).
-    init(home: URL, tpm: TPM, recordCipher: RecordCipher) throws {
+    init(home: URL, tpm: TPM, recordCipher: RecordCipher, user: String = ProcessInfo.processInfo.userName) throws {
         precondition(recordCipher.isAvailable)
         self.recordCipher = recordCipher
         self.home = home
         self.tpm = tpm
+        self.user = user
         let writable = try Self.preparePrivateDirectory(home)
         let path = home.appendingPathComponent(Self.databaseName).path
         if writable { try Self.createDatabase(at: path) }
@@ -69,6 +93,12 @@ package final class Vault: @unchecked Sendable {
         deviceKey = Crypto.subkey(root, "device-wrap")
         metadataKeys = CipherKeys(root: root, purpose: "metadata", xchacha: metadataKey)
         deviceKeys = CipherKeys(root: root, purpose: "device-wrap", xchacha: deviceKey)
+        enrollmentCounterAuth = PasscodeAuth(authValue: Crypto.subkey(root, CounterRole.enrollment.authPurpose))
+        passcodeCounterAuth = PasscodeAuth(authValue: Crypto.subkey(root, CounterRole.passcode.authPurpose))
+        fingersKey = AEADKey(Crypto.subkey(root, "fingers"), cipher: .xchacha20poly1305)!
+        domainStateKey = Crypto.subkey(root, "domain-state")
+        try upgradeFromFirstScheme()
+        try completePendingIncrements()
     }
 
     /// Whether the vault was opened read-only (its folder is on a read-only

@@ -21,6 +21,12 @@ package enum VaultError: Error, Equatable, Sendable {
     case storage(StorageFailure)
     case invalidInput(String)
     case tpm(TPMError)
+    /// The enrolled fingers' store (the vault's `fingers` records) does not
+    /// hold the set the TPM's enrolment counter says is live: a record
+    /// added, replaced or removed outside an enrolment change. No finger
+    /// matches until the fingers are enrolled again; the passcode still
+    /// opens what it may.
+    case fingersTampered(String)
 }
 
 extension VaultError: CustomStringConvertible {
@@ -38,6 +44,8 @@ extension VaultError: CustomStringConvertible {
         case .storage(let failure): return failure.description
         case .invalidInput(let what): return "invalid input: \(what)"
         case .tpm(let error): return error.description
+        case .fingersTampered(let why):
+            return "the enrolled fingers' store was altered outside an enrolment: \(why); no finger matches until every finger is unenrolled (with the passcode) and enrolled again"
         }
     }
 }

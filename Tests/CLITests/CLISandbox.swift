@@ -74,8 +74,8 @@ final class CLISandbox {
     /// Enrols `finger` with five touches of simulated finger `id`, the
     /// touches sent from a second process as a person would from a second
     /// terminal. Returns the enrol command's result.
-    func enroll(_ finger: String, as id: String) -> CLIResult {
-        guard let enrolling = try? start(["--sim", "enroll", finger, "--passcode-fd", "0"], stdin: Self.line(Self.passcode)) else {
+    func enroll(_ finger: String, as id: String, passcode: String = CLISandbox.passcode) -> CLIResult {
+        guard let enrolling = try? start(["--sim", "enroll", finger, "--passcode-fd", "0"], stdin: Self.line(passcode)) else {
             return CLIResult(code: -1, stdout: [], stderr: "cannot start enroll")
         }
         let touches = run(["sim", "touch", id, "--count", "5", "--wait", "60"])

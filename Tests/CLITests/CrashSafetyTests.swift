@@ -148,12 +148,13 @@ struct CrashSafetyTests {
         print("CrashSafetyTests: \(kills) kills (\(tookEffect) had taken effect), \(finished) commands finished before their kill moment")
     }
 
-    /// The sealed blobs of the class keys a passcode change re-seals.
+    /// The passcode blobs a passcode change seals anew: the passcode key's,
+    /// biometry-any's passcode blob, and the salt they are sealed with.
     static func passcodeBlobs(_ home: String) throws -> [String] {
         let db = try SQLiteDatabase(path: home + "/vault.sqlite")
-        return try db.rows("SELECT kind || ' ' || hex(sealed) FROM class_keys WHERE kind IN ('passcode', 'biometry-any') ORDER BY id", []) {
-            $0.text(0)
-        }
+        return try db.rows("SELECT kind || ' ' || hex(sealed) FROM class_keys WHERE kind = 'passcode' ORDER BY id", []) { $0.text(0) }
+            + db.rows("SELECT kind || ' ' || hex(passcode_sealed) FROM class_keys WHERE kind = 'biometry-any' ORDER BY id", []) { $0.text(0) }
+            + db.rows("SELECT 'salt ' || hex(value) FROM meta WHERE key = 'passcode_salt'", []) { $0.text(0) }
     }
 
     @Test("passcode change killed at random moments: the old passcode or the new one, in full; the one in force enrols")
@@ -212,7 +213,7 @@ struct CrashSafetyTests {
             #expect(opened.stdoutText == "behind the passcode")
         }
         #expect(kills == 12)
-        // The passcode in force also writes the TPM's enrolment index.
+        // The passcode in force also changes the enrolled fingers.
         let enrolling = try sandbox.start(["--sim", "enroll", "right-index-finger", "--passcode-fd", "3"], fd3: CLISandbox.line(current))
         #expect(sandbox.run(["sim", "touch", "alice", "--count", "5", "--wait", "60"]).code == 0)
         let enrolled = enrolling.wait()

@@ -111,9 +111,9 @@ struct MemoryScanTests {
             try #require(added.code == 0, "\(added.stderr)")
         }
         let keys = try Self.vaultKeys(sandbox, passcode: passcode, accounts: [none, protected])
-        // root, 3 subkeys (+ 2 for AES-256-GCM rows), 3 class keys, the passcode item's key (the
-        // access-none secret is sealed to the device key)
-        #expect(keys.count == 8 + (RecordCipher.aesAvailable ? 2 : 0))
+        // root, 7 subkeys (+ 2 for AES-256-GCM rows), the salted passcode authValue, 3 class keys,
+        // the passcode item's key (the access-none secret is sealed to the device key)
+        #expect(keys.count == 13 + (RecordCipher.aesAvailable ? 2 : 0))
 
         let (plain, plainResult, _) = try Self.scanStopped(sandbox, ["--sim", "get", "memscan", none]) {
             keys + [secretNone.withUnsafeBytes { ScanNeedle("secret", $0) },

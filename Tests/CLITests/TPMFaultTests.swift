@@ -120,17 +120,24 @@ struct TPMFaultTests {
         #expect(again.stdoutText == "behind the passcode")
     }
 
-    /// Where a `passcode change` is cut: checking the current passcode
-    /// (the passcode class key's Unseal, after the root key's), re-sealing
-    /// the first class key for the new one, and the second (the change's
-    /// last TPM command: what follows is the database commit).
-    static let changeCuts: [(UInt32, Int, TPMTap.Moment)] = [
-        (TPMTap.unseal, 2, .beforeTPM),
-        (TPMTap.objectChangeAuth, 1, .afterTPM),
-        (TPMTap.objectChangeAuth, 2, .afterTPM),
+    /// Where a `passcode change` is cut, and which passcode is then in
+    /// force: checking the current passcode (the passcode class key's
+    /// Unseal, after the root key's), taking biometry-any's secret from
+    /// its passcode blob, creating the two new blobs (TPM2_Create), all
+    /// before the database commit: the old one; the passcode counter's
+    /// increment, after the commit (not sent, or sent and done): the new
+    /// one, and after the next opening of the vault no blob of the old one
+    /// opens, in this folder or in a copy from before.
+    static let changeCuts: [(UInt32, Int, TPMTap.Moment, newInForce: Bool)] = [
+        (TPMTap.unseal, 2, .beforeTPM, false),
+        (TPMTap.unseal, 3, .afterTPM, false),
+        (TPMTap.create, 1, .afterTPM, false),
+        (TPMTap.create, 2, .afterTPM, false),
+        (TPMTap.nvIncrement, 1, .beforeTPM, true),
+        (TPMTap.nvIncrement, 1, .afterTPM, true),
     ]
 
-    @Test("passcode change: its last TPM command is a re-seal; it moves nothing on the TPM (no NV_ChangeAuth)")
+    @Test("passcode change: new blobs (TPM2_Create), committed, then one increment of the passcode counter; nothing re-sealed in place (no ObjectChangeAuth, no NV_ChangeAuth)")
     func passcodeChangeCommands() throws {
         let sandbox = try CLISandbox()
         defer { sandbox.close() }
@@ -143,12 +150,16 @@ struct TPMFaultTests {
         tap.stop()
         #expect(changed.code == 0, "\(changed.stderr)")
         #expect(!tap.killed)
-        #expect(!tap.seen.contains(TPMTap.nvChangeAuth))
-        #expect(tap.seen.filter { $0 == TPMTap.objectChangeAuth }.count == 2)
-        // After the last re-seal only flushes (TPM2_FlushContext) of what it loaded.
-        let last = try #require(tap.seen.lastIndex(of: TPMTap.objectChangeAuth))
-        #expect(tap.seen[(last + 1)...].allSatisfy { $0 == TPMTap.flushContext },
-                "commands: \(tap.seen.map { String($0, radix: 16) })")
+        let seen = tap.seen
+        #expect(!seen.contains(TPMTap.nvChangeAuth) && !seen.contains(TPMTap.objectChangeAuth))
+        #expect(seen.filter { $0 == TPMTap.create }.count == 2)
+        #expect(seen.filter { $0 == TPMTap.nvIncrement }.count == 1)
+        // Both blobs exist before the increment; after it, only the
+        // counter's new value is read and what was loaded flushed.
+        let increment = try #require(seen.firstIndex(of: TPMTap.nvIncrement))
+        #expect(try #require(seen.lastIndex(of: TPMTap.create)) < increment)
+        #expect(seen[(increment + 1)...].allSatisfy { $0 == TPMTap.nvRead || $0 == TPMTap.flushContext },
+                "commands: \(seen.map { String($0, radix: 16) })")
         let opened = sandbox.run(["--sim", "get", "s", "p", "--passcode-fd", "3"], fd3: CLISandbox.line("the-new-one"))
         #expect(opened.stdoutText == "behind the passcode")
         let again = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"],
@@ -156,39 +167,59 @@ struct TPMFaultTests {
         #expect(again.code == 2)  // the old passcode no longer
     }
 
-    @Test("passcode change, swtpm killed during it: the old passcode still opens, changes and enrols",
+    @Test("passcode change, swtpm killed during it: the old passcode in force before the commit, the new one after; never both, and no copy from before opens with the old one",
           arguments: 0..<changeCuts.count)
     func passcodeChange(_ cut: Int) throws {
-        let (target, occurrence, moment) = Self.changeCuts[cut]
+        let (target, occurrence, moment, newInForce) = Self.changeCuts[cut]
         let sandbox = try CLISandbox()
         defer { sandbox.close() }
         #expect(sandbox.setPasscode().code == 0)
         #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
+        #expect(sandbox.run(["--sim", "add", "s", "u", "--access", "user-presence"], stdin: Array("presence".utf8)).code == 0)
         let before = try Self.snapshot(sandbox.home)
-        let old = CLISandbox.line(CLISandbox.passcode)
+        let copy = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
+        let old = CLISandbox.line(CLISandbox.passcode), new = CLISandbox.line("interrupted-new")
         let change = ["--sim", "passcode", "change", "--passcode-fd", "3"]
 
         let tap = try TPMTap(simulatorHome: sandbox.home, target: target, occurrence: occurrence, moment: moment)
-        let result = sandbox.run(change, fd3: old + CLISandbox.line("interrupted-new"))
+        let result = sandbox.run(change, fd3: old + new)
         tap.stop()
         #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
         Self.expectTPMFailure(result, "passcode change")
-        #expect(try Self.snapshot(sandbox.home) == before)
+        if !newInForce { #expect(try Self.snapshot(sandbox.home) == before) }
 
         Self.restart(sandbox)
         let get = ["--sim", "get", "s", "p", "--passcode-fd", "3"]
-        let opened = sandbox.run(get, fd3: old)
-        #expect(opened.code == 0, "the old passcode: \(opened.stderr)")
+        let (inForce, other) = newInForce ? (new, old) : (old, new)
+        let opened = sandbox.run(get, fd3: inForce)
+        #expect(opened.code == 0, "the passcode in force: \(opened.stderr)")
         #expect(opened.stdoutText == "behind the passcode")
-        #expect(sandbox.run(get, fd3: CLISandbox.line("interrupted-new")).code == 2)
-        // The old passcode still does everything a passcode does: enrol
-        // (which writes the TPM's enrolment index with it) and change.
-        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        let changed = sandbox.run(change, fd3: old + CLISandbox.line("another-new"))
-        #expect(changed.code == 0, "changing from the old passcode: \(changed.stderr)")
+        #expect(sandbox.run(get, fd3: other).code == 2)
+        #expect(sandbox.run(["--sim", "get", "s", "u", "--passcode-fd", "3"], fd3: inForce).stdoutText == "presence")
+        if newInForce {
+            // The attack: the folder as it was before the change, with the
+            // old passcode. The counter moved on: nothing opens.
+            let live = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
+            try Self.replaceDatabase(sandbox.home, with: copy)
+            let attacked = sandbox.run(get, fd3: old)
+            #expect(attacked.code == 13, "an old copy with the old passcode: \(attacked.stderr)")
+            #expect(attacked.stdout.isEmpty)
+            #expect(attacked.stderr.contains("older than the TPM's passcode counter"), "\(attacked.stderr)")
+            try Self.replaceDatabase(sandbox.home, with: live)
+        }
+        // The passcode in force does everything a passcode does: enrol and change.
+        #expect(sandbox.enroll("right-index-finger", as: "alice", passcode: newInForce ? "interrupted-new" : CLISandbox.passcode).code == 0)
+        let changed = sandbox.run(change, fd3: inForce + CLISandbox.line("another-new"))
+        #expect(changed.code == 0, "changing from the passcode in force: \(changed.stderr)")
         #expect(sandbox.run(get, fd3: CLISandbox.line("another-new")).stdoutText == "behind the passcode")
-        // ... and the enrolment index now takes the new one (unenrolling writes it).
         let unenrolled = sandbox.run(["--sim", "unenroll", "--all", "--passcode-fd", "3"], fd3: CLISandbox.line("another-new"))
         #expect(unenrolled.code == 0, "unenroll with the new passcode: \(unenrolled.stderr)")
+    }
+
+    /// Puts `bytes` in place of the vault's database (its log and index
+    /// removed: the copy is whole).
+    static func replaceDatabase(_ home: String, with bytes: Data) throws {
+        for suffix in ["-wal", "-shm"] { unlink(home + "/vault.sqlite" + suffix) }
+        try bytes.write(to: URL(fileURLWithPath: home + "/vault.sqlite"))
     }
 }

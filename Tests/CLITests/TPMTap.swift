@@ -26,6 +26,10 @@ final class TPMTap: @unchecked Sendable {
     static let objectChangeAuth: UInt32 = 0x150
     static let nvChangeAuth: UInt32 = 0x13B
     static let flushContext: UInt32 = 0x165
+    static let create: UInt32 = 0x153
+    static let nvIncrement: UInt32 = 0x134
+    static let nvRead: UInt32 = 0x14E
+    static let nvReadPublic: UInt32 = 0x169
 
     let swtpm: Swtpm
     let target: UInt32

@@ -45,6 +45,37 @@ struct SchemaTests {
         #expect(WrapCodec.deviceWrap(in: device + [0]) == nil)                                // extended
     }
 
+    /// What schema 4 added (the class keys' counter generations and
+    /// biometry-any's passcode blob, the fingers' records), taken out so
+    /// that an older layout of the items can be made from a vault of
+    /// today, and put back once the migrations re-added the columns. The
+    /// TPM's part of schema 4 (the counters, the keys sealed to them) is
+    /// today's either way: these tests are about the items' rows. The
+    /// upgrade from the first release's TPM scheme is tested on vaults
+    /// that release wrote (MigrationTests).
+    struct Schema4Parts {
+        let classKeys: [(Int64, SQLValue, SQLValue)]
+        let fingers: [(Int64, [UInt8])]
+
+        static func takeOut(_ db: SQLiteDatabase) throws -> Schema4Parts {
+            let keys = try db.rows("SELECT id, generation, passcode_sealed FROM class_keys", []) { row -> (Int64, SQLValue, SQLValue) in
+                (row.integer(0), row.isNull(1) ? .null : .integer(row.integer(1)), row.isNull(2) ? .null : .blob(row.blob(2)))
+            }
+            let fingers = try db.rows("SELECT generation, sealed FROM fingers", []) { ($0.integer(0), $0.blob(1)) }
+            try db.execute("ALTER TABLE class_keys DROP COLUMN generation; ALTER TABLE class_keys DROP COLUMN passcode_sealed; DROP TABLE fingers")
+            return Schema4Parts(classKeys: keys, fingers: fingers)
+        }
+
+        func putBack(_ db: SQLiteDatabase) throws {
+            for (id, generation, passcodeSealed) in classKeys {
+                try db.query("UPDATE class_keys SET generation = ?, passcode_sealed = ? WHERE id = ?", [generation, passcodeSealed, .integer(id)])
+            }
+            for (generation, sealed) in fingers {
+                try db.query("INSERT INTO fingers(generation, sealed) VALUES(?, ?)", [.integer(generation), .blob(sealed)])
+            }
+        }
+    }
+
     /// Turns a vault of XChaCha20-Poly1305 rows back into the schema 1
     /// layout: a `wraps` table with one row per way in, no `keys` or
     /// `cipher` column, user_version 1.
@@ -74,12 +105,14 @@ struct SchemaTests {
             try rig.vault.add(secret(account), attributes: ItemAttributes(service: "m", account: account, access: access))
         }
         let db = try rig.database()
+        let schema4 = try Schema4Parts.takeOut(db)
         try Self.downgradeToSchema1(db)
         try db.query("UPDATE wraps SET class_keys = 'x' WHERE item_id = (SELECT max(id) FROM items)")
         #expect(try db.rows("PRAGMA user_version", []) { $0.integer(0) } == [1])
 
         let vault = try rig.reopen()
         #expect(try db.rows("PRAGMA user_version", []) { $0.integer(0) } == [Int64(Schema.current)])
+        try schema4.putBack(db)
         #expect(try db.rows("SELECT count(*) FROM sqlite_master WHERE name = 'wraps'", []) { $0.integer(0) } == [0])
         #expect(string(try vault.secret(service: "m", account: "none", proof: .none)) == "none")
         #expect(string(try vault.secret(service: "m", account: "passcode", proof: passcode)) == "passcode")
@@ -183,11 +216,13 @@ struct RecordCipherTests {
             try rig.vault.add(secret(account), attributes: ItemAttributes(service: "m", account: account, access: access))
         }
         let db = try rig.database()
+        let schema4 = try SchemaTests.Schema4Parts.takeOut(db)
         try db.execute("ALTER TABLE items DROP COLUMN cipher")
         try db.execute("PRAGMA user_version = 2")
 
         let vault = try rig.reopen(recordCipher: .preferred)
         #expect(try db.rows("PRAGMA user_version", []) { $0.integer(0) } == [Int64(Schema.current)])
+        try schema4.putBack(db)
         #expect(Set(try db.rows("SELECT cipher FROM items", []) { $0.integer(0) }) == [RecordCipher.xchacha20poly1305.rawValue])
         for (account, _, proof) in Self.accesses {
             #expect(string(try vault.secret(service: "m", account: account, proof: proof)) == account)

@@ -63,7 +63,7 @@ struct SecretsInMemoryTests {
         try {
             let tpm = try tpmRig.tpm()
             let vault = try Vault(home: URL(fileURLWithPath: tpmRig.directory).appendingPathComponent("home"), tpm: tpm)
-            try vault.setPasscode(passcode, domainState: randomState())
+            try vault.setPasscode(passcode)
             let (noneNeedle, protectedNeedle): (ScanNeedle, ScanNeedle) = try {
                 let (noneNeedle, noneSecret) = Self.randomSecret("secret (access none)")
                 let (protectedNeedle, protectedSecret) = Self.randomSecret("secret (access passcode)")
@@ -74,17 +74,20 @@ struct SecretsInMemoryTests {
             }()
             needles += [noneNeedle, protectedNeedle]
             needles += try Self.keyNeedles(vault, tpm, passcode: passcode, accounts: ["none", "passcode"])
-            // passcode, authValue, 2 secrets, root, 3 subkeys (+ 2 for AES-256-GCM rows), 3 class keys, the
-            // passcode item's key (the access-none secret is sealed to the device key)
-            #expect(needles.count == 12 + (RecordCipher.aesAvailable ? 2 : 0))
+            // passcode, authValue, 2 secrets, root, 7 subkeys (+ 2 for AES-256-GCM rows), the salted
+            // authValue, 3 class keys, the passcode item's key (the access-none secret is sealed to the
+            // device key)
+            #expect(needles.count == 17 + (RecordCipher.aesAvailable ? 2 : 0))
 
             #expect(try Self.readAndDrop(vault, passcode, noneNeedle, protectedNeedle))
 
             // Open: the subkeys only in the vault's own buffers, and locked
             // (the AES-256-GCM keys inside their expanded states).
             let aesStates = [vault.metadataKeys.aes, vault.deviceKeys.aes].compactMap { $0?.material }
-            let own = [vault.metadataKey, vault.lookupKey, vault.deviceKey] + aesStates
-            let names = ["metadata key", "lookup key", "device wrap key", "metadata AES state", "device wrap AES state"]
+            let own = [vault.metadataKey, vault.lookupKey, vault.deviceKey, vault.fingersKey.material, vault.domainStateKey,
+                       vault.enrollmentCounterAuth.value, vault.passcodeCounterAuth.value] + aesStates
+            let names = ["metadata key", "lookup key", "device wrap key", "fingers key", "domain-state key",
+                         "enrolment counter authValue", "passcode counter authValue", "metadata AES state", "device wrap AES state"]
             for (name, key) in zip(names, own) {
                 #expect(key.isLocked, "\(name)")
                 // (A sanitizer makes mlock do nothing: SecureMemoryTests.underSanitizer.)

@@ -91,7 +91,7 @@ struct VaultItemTests {
         }
         #expect(string(try vault.secret(service: "s", account: "current-and-passcode", proof: both)) == "current-and-passcode")
 
-        try vault.enrollmentChanged(to: randomState(), passcode: rightPasscode)
+        try changeFingers(vault, passcode: rightPasscode)
 
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "current", proof: both) }
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "current-and-passcode", proof: both) }
@@ -106,7 +106,7 @@ struct VaultItemTests {
         try add("current-2", .biometryCurrentSet)
         #expect(string(try vault.secret(service: "s", account: "current-2", proof: finger)) == "current-2")
         // Another change, then the old state never comes back.
-        try vault.enrollmentChanged(to: randomState(), passcode: rightPasscode)
+        try changeFingers(vault, passcode: rightPasscode)
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "current-2", proof: finger) }
         #expect(string(try vault.secret(service: "s", account: "any", proof: finger)) == "any")
     }
@@ -117,7 +117,7 @@ struct VaultItemTests {
         try rig.tpm.setDictionaryAttackParameters(maxTries: 10, recoveryTime: 600, lockoutRecovery: 0)
         try rig.vault.add(secret("c"), attributes: ItemAttributes(service: "s", account: "c", access: .biometryCurrentSet))
         let before = try rig.vault.currentDomainState()
-        #expect(throws: VaultError.tpm(.wrongPasscode)) { try rig.vault.enrollmentChanged(to: randomState(), passcode: wrongPasscode) }
+        #expect(throws: VaultError.tpm(.wrongPasscode)) { try changeFingers(rig.vault, passcode: wrongPasscode) }
         #expect(try rig.vault.currentDomainState() == before)
         #expect(string(try rig.vault.secret(service: "s", account: "c", proof: finger)) == "c")
     }
@@ -135,7 +135,7 @@ struct VaultItemTests {
         #expect(string(try vault.secret(service: "s", account: "p", proof: VaultProof(passcode: newPasscode))) == "p")
         #expect(throws: VaultError.tpm(.wrongPasscode)) { try vault.secret(service: "s", account: "p", proof: passcode) }
         #expect(string(try vault.secret(service: "s", account: "u", proof: finger)) == "u")
-        try vault.enrollmentChanged(to: randomState(), passcode: newPasscode)
+        try changeFingers(vault, passcode: newPasscode)
         #expect(string(try vault.secret(service: "s", account: "u", proof: finger)) == "u")
     }
 
@@ -157,7 +157,7 @@ struct VaultItemTests {
         let states = Dictionary(uniqueKeysWithValues: try vault.list().map { ($0.attributes!.account, $0.state) })
         #expect(states == ["none": .ok, "passcode": .invalidated, "any": .invalidated])
         // A new passcode does not revive them.
-        try vault.setPasscode(rightPasscode, domainState: randomState())
+        try vault.setPasscode(rightPasscode)
         #expect(throws: VaultError.itemInvalidated) { try vault.secret(service: "s", account: "passcode", proof: both) }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import TestRigs
+import TouchstoneFingerprint
 import TouchstoneSecure
 import TouchstoneTPM
 @testable import TouchstoneVault
@@ -21,7 +22,7 @@ final class VaultRig: @unchecked Sendable {
         tpm = try tpmRig.tpm()
         home = URL(fileURLWithPath: tpmRig.directory).appendingPathComponent("home")
         vault = try Vault(home: home, tpm: tpm, recordCipher: recordCipher)
-        if passcode { try vault.setPasscode(rightPasscode, domainState: randomState()) }
+        if passcode { try vault.setPasscode(rightPasscode) }
     }
 
     /// Another Vault instance on the same folder and TPM (another process's
@@ -48,3 +49,20 @@ func string(_ bytes: SecureBytes) -> String {
 let finger = VaultProof(biometricMatch: true)
 let passcode = VaultProof(passcode: rightPasscode)
 let both = VaultProof(biometricMatch: true, passcode: rightPasscode)
+
+/// The reader the vault tests' prints come from (no reader is opened: the
+/// vault stores prints, libfprint makes and matches them).
+let testReader = ReaderIdentity(driver: "test_driver", deviceID: "0")
+
+/// A print of `finger`: random bytes standing for libfprint's data.
+func testPrint(_ finger: Finger = .rightIndex) -> EnrolledPrint {
+    EnrolledPrint(finger: finger, reader: testReader, data: SecureBytes.random(count: 64).withUnsafeBytes { Array($0) })
+}
+
+/// An enrolment change: the set becomes `prints` (by default one new
+/// print of the right index finger), proved by `passcode`.
+@discardableResult
+func changeFingers(_ vault: Vault, passcode: PasscodeAuth = rightPasscode,
+                   to prints: [EnrolledPrint] = [testPrint()]) throws -> EnrolledFingers {
+    try vault.changeFingers(to: prints, reader: prints.first?.reader, proof: VaultProof(passcode: passcode))
+}

@@ -22,8 +22,8 @@ extension InProcessEngine {
         if vault.isReadOnly { return .unavailable(reason: ReaderFailure.readOnlyVault.description) }
         do {
             if try vault.biometricFailures() >= AuthenticationContext.maximumBiometricFailures { return .lockedOut(.fingerprint) }
-            let enrollment = try await openReader()
-            if try enrollment.enrolledFingers().isEmpty { return .notEnrolled(.fingerprint) }
+            if try vault.enrolledFingers().prints.isEmpty { return .notEnrolled(.fingerprint) }
+            _ = try await openReader()
             return .available(.fingerprint)
         } catch {
             return .unavailable(reason: "\(error)")
@@ -58,9 +58,12 @@ extension InProcessEngine {
             return try await askPasscode(reason: reason, settings).addingBiometricMatch()
         }
         if access.needsBiometry {
+            // A fingers' store found altered leaves the passcode, where the
+            // access allows it; where it does not, the match reports it.
             let biometryUsable = try !vault.isReadOnly
                 && vault.biometricFailures() < AuthenticationContext.maximumBiometricFailures
-                && !enrolledFingerList().isEmpty
+                && (access.allowsPasscode ? !((try? vault.enrolledFingerNames()) ?? []).isEmpty
+                                          : !vault.enrolledFingerNames().isEmpty)
             if biometryUsable || !access.allowsPasscode {
                 do {
                     if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, settings) {
@@ -90,8 +93,11 @@ extension InProcessEngine {
         if try vault.biometricFailures() >= AuthenticationContext.maximumBiometricFailures {
             throw AuthenticationError.biometryLockout
         }
-        if try enrolledFingerList().isEmpty { throw AuthenticationError.biometryNotEnrolled }
-        let enrollment = try await openReader()
+        // The live set, checked against the TPM's enrolment counter: only
+        // prints an enrolment stored can match.
+        let enrolled = try vault.enrolledFingers()
+        if enrolled.prints.isEmpty { throw AuthenticationError.biometryNotEnrolled }
+        let session = try await openReader()
         let interaction = settings.interaction
         let timeout = settings.touchTimeout
         // Scan events come on libfprint's thread; the interaction gets
@@ -105,7 +111,7 @@ extension InProcessEngine {
         enum Outcome: Sendable { case matched, noMatch, fallback }
         let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
             group.addTask {
-                let finger = try await enrollment.verifyAny(timeout: timeout) { continuation.yield($0) }
+                let finger = try await session.match(among: enrolled.prints, timeout: timeout) { continuation.yield($0) }
                 return finger == nil ? .noMatch : .matched
             }
             if let interaction {

@@ -11,7 +11,7 @@ extension InProcessEngine {
     package func setPasscode(_ passcode: SecureBytes) async throws(DeviceError) {
         try await device {
             guard passcode.count > 0 else { throw BackendFailure.invalidInput("the passcode is empty") }
-            try vault.setPasscode(PasscodeAuth(passcode: passcode), domainState: Self.freshState())
+            try vault.setPasscode(PasscodeAuth(passcode: passcode))
         }
     }
 
@@ -24,101 +24,81 @@ extension InProcessEngine {
 
     package func removePasscode(_ passcode: SecureBytes) async throws(DeviceError) -> Int {
         try await device {
+            // The set as it was, for a match-on-chip reader's own copies.
+            let enrolled = try? vault.enrolledFingers()
             let deleted = try vault.removePasscode(PasscodeAuth(passcode: passcode))
-            if let recorded = try enrolledReader() {
-                for finger in (try? store.fingers(user: configuration.user, reader: recorded)) ?? [] {
-                    try? store.remove(finger, user: configuration.user, reader: recorded)
-                }
+            if let enrolled, let open = reader, open.session.reader.storesPrintsOnDevice,
+               open.session.reader.identity == enrolled.reader {
+                for print in enrolled.prints { try? await open.session.deleteFromDevice(print) }
             }
-            if let open = reader, open.enrollment.reader.storesPrintsOnDevice {
-                for finger in (try? open.enrollment.enrolledFingers()) ?? [] { try? await open.enrollment.remove(finger) }
-            }
-            try vault.setSetting("reader", nil)
             return deleted
         }
     }
 
     package func enrolledFingers() async throws(DeviceError) -> [Finger] {
-        try await device { try enrolledFingerList() }
+        try await device { try vault.enrolledFingerNames() }
     }
 
+    /// Enrols `finger`: the passcode checked, the print captured, then the
+    /// vault's change (new keys sealed, one commit, the enrolment counter
+    /// incremented). A failed or cancelled capture changes nothing.
     package func enroll(_ finger: Finger, passcode: SecureBytes, timeout: Duration,
                         events: @escaping @Sendable (ScanEvent) -> Void) async throws(DeviceError) {
         try await device {
             try vault.requireWritable()
-            let auth = PasscodeAuth(passcode: passcode)
-            try vault.verifyPasscode(auth)
-            let enrollment = try await openReader()
-            if let recorded = try enrolledReader(), recorded != enrollment.reader.identity,
-               !(try store.fingers(user: configuration.user, reader: recorded)).isEmpty {
+            let proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))
+            let current = try vault.enrolledFingers()
+            let session = try await openReader()
+            if let recorded = current.reader, recorded != session.reader.identity {
                 throw BackendFailure.enrolledOnAnotherReader(recorded.description)
             }
-            try await enrollment.enroll(finger, timeout: timeout, events: events)
-            try vault.setSetting("reader", enrollment.reader.identity.description)
-            let state = try enrollment.domainState().map { $0.withUnsafeBytes { Array($0) } } ?? Self.freshState()
-            try vault.enrollmentChanged(to: state, passcode: auth)
+            let existing = current.prints.first { $0.finger == finger }
+            let print = try await session.capture(finger, replacing: existing, timeout: timeout, events: events)
+            let prints = current.prints.filter { $0.finger != finger } + [print]
+            try vault.changeFingers(to: prints, reader: session.reader.identity, proof: proof)
         }
     }
 
+    /// Unenrols `finger` (nil: every finger). With the fingers' store found
+    /// altered, only every finger can be unenrolled: that is how the
+    /// passcode's owner starts again.
     package func unenroll(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {
         try await device {
             try vault.requireWritable()
-            let auth = PasscodeAuth(passcode: passcode)
-            try vault.verifyPasscode(auth)
-            guard let recorded = try enrolledReader() else { throw FingerprintError.nothingEnrolled }
-            let fingers = try store.fingers(user: configuration.user, reader: recorded)
-            if let finger, !fingers.contains(finger) { throw FingerprintError.notEnrolled(finger) }
-            let doomed = finger.map { [$0] } ?? fingers
-            guard !doomed.isEmpty else { throw FingerprintError.nothingEnrolled }
-            // Host-side prints go without the reader; match-on-chip prints need it.
-            for f in doomed {
-                if let open = reader, open.enrollment.reader.identity == recorded {
-                    try await open.enrollment.remove(f)
-                } else {
-                    try store.remove(f, user: configuration.user, reader: recorded)
-                    try store.setEpoch(.random(count: 32), user: configuration.user, reader: recorded)
-                }
+            let proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))
+            let current: EnrolledFingers?
+            do {
+                current = try vault.enrolledFingers()
+            } catch VaultError.fingersTampered where finger == nil {
+                current = nil
             }
-            let state = try domainState(reader: recorded) ?? Self.freshState()
-            try vault.enrollmentChanged(to: state, passcode: auth)
+            if let current {
+                if let finger, !current.fingers.contains(finger) { throw FingerprintError.notEnrolled(finger) }
+                guard !current.prints.isEmpty else { throw FingerprintError.nothingEnrolled }
+            }
+            let remaining = current?.prints.filter { finger != nil && $0.finger != finger } ?? []
+            try vault.changeFingers(to: remaining, reader: current?.reader, proof: proof)
+            // A match-on-chip reader's own copies: after the change, so a
+            // failure here leaves a print no set names (never matched).
+            if let current, let open = reader, open.session.reader.storesPrintsOnDevice,
+               open.session.reader.identity == current.reader {
+                for print in current.prints where !remaining.contains(print) { try? await open.session.deleteFromDevice(print) }
+            }
         }
     }
 
     // MARK: - Helpers
 
     /// The reader, opened (claimed) on first use.
-    func openReader() async throws -> FingerprintEnrollment {
-        if let reader { return reader.enrollment }
-        let opened = try await ReaderConnection.open(readerTarget, store: store, user: configuration.user)
+    func openReader() async throws -> ReaderSession {
+        if let reader { return reader.session }
+        let opened = try await ReaderConnection.open(readerTarget, user: configuration.user)
         if let raced = reader {
             // Another call opened it while this one waited.
             await opened.close()
-            return raced.enrollment
+            return raced.session
         }
         reader = opened
-        return opened.enrollment
+        return opened.session
     }
-
-    /// The reader the fingers were enrolled on, as recorded.
-    func enrolledReader() throws -> ReaderIdentity? {
-        guard let text = try vault.setting("reader"), let slash = text.firstIndex(of: "/") else { return nil }
-        return ReaderIdentity(driver: String(text[..<slash]), deviceID: String(text[text.index(after: slash)...]))
-    }
-
-    /// The enrolled fingers (no reader needed).
-    func enrolledFingerList() throws -> [Finger] {
-        guard let recorded = try enrolledReader() else { return [] }
-        return try store.fingers(user: configuration.user, reader: recorded)
-    }
-
-    /// The domain state of the fingers enrolled on `reader`, from the store.
-    func domainState(reader: ReaderIdentity) throws -> [UInt8]? {
-        guard let epoch = try store.epoch(user: configuration.user, reader: reader) else { return nil }
-        let prints = try store.fingers(user: configuration.user, reader: reader).map {
-            try store.load($0, user: configuration.user, reader: reader)
-        }
-        return DomainState.compute(reader: reader, prints: prints, epoch: epoch).withUnsafeBytes { Array($0) }
-    }
-
-    static func freshState() -> [UInt8] { SecureBytes.random(count: 32).withUnsafeBytes { Array($0) } }
 }

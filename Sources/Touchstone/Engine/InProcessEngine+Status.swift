@@ -8,7 +8,7 @@ extension InProcessEngine {
         var status = Self.emptyStatus(configuration)
         if let reader {
             // This process holds it: the probe would see its own claim.
-            let info = reader.enrollment.reader
+            let info = reader.session.reader
             status.reader = Status.Reader(available: true, selection: configuration.reader.description,
                                           id: info.identity.description, name: info.name)
         } else {
@@ -58,7 +58,13 @@ extension InProcessEngine {
         Self.describe(tpm, into: &status.tpm)
         do {
             status.passcodeSet = vault.isPasscodeSet
-            status.fingers = try enrolledFingerList()
+            do {
+                status.fingers = try vault.enrolledFingerNames()
+            } catch let error as VaultError {
+                guard case .fingersTampered = error else { throw error }
+                // Reported on its own: the rest of the vault is fine.
+                status.fingersProblem = DeviceError(BackendFailure(error))
+            }
             let failures = try vault.biometricFailures()
             status.failedAttempts = failures
             status.biometryLockout = failures >= AuthenticationContext.maximumBiometricFailures

@@ -18,7 +18,6 @@ package actor InProcessEngine: Engine {
     let thread: DedicatedThread
     let tpm: TPM
     let vault: Vault
-    let store: FileEnrollmentStore
     let readerTarget: ReaderTarget
     /// The reader, opened on first use; released by `close()`.
     var reader: ReaderConnection?
@@ -31,7 +30,6 @@ package actor InProcessEngine: Engine {
         self.thread = thread
         tpm = backend.tpm
         vault = backend.vault
-        store = backend.store
         readerTarget = backend.readerTarget
     }
 
@@ -65,12 +63,11 @@ package actor InProcessEngine: Engine {
 }
 
 /// What an engine opens: the state folder checked, the TPM and reader the
-/// configuration names resolved, the TPM connected, the vault and the
-/// enrolment store opened. Blocking work, done on the engine's thread.
+/// configuration names resolved, the TPM connected, the vault opened (the
+/// enrolled prints are in it). Blocking work, done on the engine's thread.
 struct Backend: Sendable {
     let tpm: TPM
     let vault: Vault
-    let store: FileEnrollmentStore
     let readerTarget: ReaderTarget
 
     init(_ configuration: Configuration) throws {
@@ -80,12 +77,7 @@ struct Backend: Sendable {
         let tcti = try Self.tcti(configuration)
         readerTarget = try ReaderTarget(configuration)
         tpm = try TPM(tcti: tcti)
-        vault = try Vault(home: configuration.home, tpm: tpm)
-        do {
-            store = try FileEnrollmentStore(root: configuration.home.appendingPathComponent("prints"))
-        } catch {
-            throw BackendFailure.storage(StorageFailure(.database, "the enrolment store: \(error)"))
-        }
+        vault = try Vault(home: configuration.home, tpm: tpm, user: configuration.user)
     }
 
     /// The TCTI string of the TPM `configuration` names. The simulator's

@@ -47,16 +47,16 @@ enum ReaderTarget: Sendable, Hashable {
     }
 }
 
-/// An open (claimed) reader and the enrolment over it.
+/// An open (claimed) reader and the session over it.
 struct ReaderConnection: Sendable {
     let backend: LibfprintReader
-    let enrollment: FingerprintEnrollment
+    let session: ReaderSession
     /// For the simulator's reader, which a second process would otherwise
     /// take over: the claim on its socket (VirtualReaderClaim).
     let claim: VirtualReaderClaim?
 
-    /// Opens `target`'s reader, claimed, with its fingers in `store`.
-    static func open(_ target: ReaderTarget, store: FileEnrollmentStore, user: String) async throws -> ReaderConnection {
+    /// Opens `target`'s reader, claimed, for `user`'s prints.
+    static func open(_ target: ReaderTarget, user: String) async throws -> ReaderConnection {
         var claim: VirtualReaderClaim?
         if case .virtual(let socket) = target {
             // libfprint's virtual reader takes its socket over from any
@@ -70,7 +70,7 @@ struct ReaderConnection: Sendable {
             guard let info = target.choose(among: readers) else { throw target.notFound(among: readers) }
             try await backend.open(info.identity)
             return ReaderConnection(backend: backend, claim: claim,
-                                    enrollment: FingerprintEnrollment(backend: backend, store: store, user: user, reader: info))
+                                    session: ReaderSession(backend: backend, user: user, reader: info))
         } catch {
             await backend.tearDown()
             claim?.release()
@@ -78,10 +78,10 @@ struct ReaderConnection: Sendable {
         }
     }
 
-    private init(backend: LibfprintReader, claim: VirtualReaderClaim?, enrollment: FingerprintEnrollment) {
+    private init(backend: LibfprintReader, claim: VirtualReaderClaim?, session: ReaderSession) {
         self.backend = backend
         self.claim = claim
-        self.enrollment = enrollment
+        self.session = session
     }
 
     /// Releases the reader (fprintd or another process may then have it)
