@@ -240,6 +240,38 @@ struct SchemeTwoTests {
         #expect(try opened.enrolledFingers() == again)
     }
 
+    @Test("the prints are stored encrypted: no template's bytes in the database or its log; this vault reads them back")
+    func printsEncrypted() throws {
+        let rig = try rig()
+        let prints = [testPrint(.leftIndex), testPrint(.rightIndex)]
+        try changeFingers(rig.vault, to: prints)
+        #expect(try rig.reopen().enrolledFingers().prints == prints)
+        for (name, data) in try copyFiles(rig) {
+            for print in prints { #expect(!Self.contains(data, Array(print.data.prefix(32))), "a template in \(name)") }
+        }
+        // The control: the scan finds bytes that are there.
+        let salt = try rig.vault.passcodeSalt()
+        #expect(try copyFiles(rig).values.contains { Self.contains($0, salt) })
+    }
+
+    @Test("the passcode's authValue is salted per vault and per passcode: the same passcode gives another vault, and the same vault after a change, another authValue")
+    func saltedAuthValue() throws {
+        let first = try VaultRig(), second = try VaultRig()
+        let a = rightPasscode.salted(with: try first.vault.passcodeSalt())
+        let b = rightPasscode.salted(with: try second.vault.passcodeSalt())
+        #expect(a.value != b.value)
+        #expect(a.value != rightPasscode.value)
+        // What the TPM checks is the salted value: the unsalted one opens nothing.
+        let blob = try SealedBlob(serialized: try first.vault.classKey(.passcode).sealed)
+        #expect(throws: Never.self) { try first.tpm.unseal(blob, via: .passcode(a)) }
+        #expect(throws: TPMError.wrongPasscode) { try first.tpm.unseal(blob, via: .passcode(rightPasscode)) }
+        try first.vault.changePasscode(from: rightPasscode, to: rightPasscode)
+        let c = rightPasscode.salted(with: try first.vault.passcodeSalt())
+        #expect(a.value != c.value)
+        try first.vault.add(secret("p"), attributes: ItemAttributes(service: "s", account: "p", access: .devicePasscode))
+        #expect(string(try first.vault.secret(service: "s", account: "p", proof: passcode)) == "p")
+    }
+
     @Test("a change of the fingers needs the passcode: a wrong one changes nothing, and no proof without the passcode is taken")
     func changeNeedsPasscode() throws {
         let rig = try rig()
