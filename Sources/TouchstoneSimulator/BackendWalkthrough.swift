@@ -57,23 +57,24 @@ public enum BackendWalkthrough {
         let fingers = FingerprintEnrollment(backend: backend, store: store, user: "demo", reader: reader)
         say("   \(reader.name): \(reader.enrollStages) touches to enrol")
 
-        say("3. Setting a passcode: the TPM gets an enrolment-state NV index that only the passcode can write")
-        let passcode = PasscodeAuth(passcodeString: "demo passcode")
-        let index = try tpm.freeEnrollmentIndex()
-        try tpm.defineEnrollmentIndex(index, passcode: passcode, initialState: bytes(.random(count: 32)))
-        say("   index 0x\(String(index, radix: 16)) defined")
+        say("3. Setting a passcode: the TPM gets an enrolment counter (an NV counter: it only ever goes up)")
+        let passcode = PasscodeAuth(passcodeString: "demo passcode").salted(with: bytes(.random(count: PasscodeAuth.saltSize)))
+        let counterAuth = PasscodeAuth(authValue: .random(count: PasscodeAuth.size))
+        let counter = try tpm.freeCounterIndex()
+        let (first, name) = try tpm.defineCounter(counter, auth: counterAuth)
+        say("   counter 0x\(String(counter, radix: 16)) defined, at \(first)")
 
         say("4. Enrolling right-index-finger with the simulated finger \"alice-index\"")
         try await enroll(.rightIndex, as: "alice-index", stages: reader.enrollStages, fingers, socket, say: say)
-        let state1 = try currentState(fingers)
-        try tpm.writeEnrollmentState(index, state: state1, passcode: passcode)
-        say("   domain state written to the TPM: \(hexString(Array(state1.prefix(8))))…")
+        let generation = try tpm.readCounter(counter)
 
-        say("5. Sealing a fresh vault key: biometric branch bound to that state, or the passcode")
+        say("5. Sealing a fresh vault key twice: to the counter staying at most \(generation) (biometric), and to the passcode")
         let key = SecureBytes.random(count: 32)
-        let blob = try tpm.seal(key, policy: .biometricOrPasscode(BiometricCondition(nvIndex: index, domainState: state1)),
-                                passcode: passcode)
-        say("   sealed blob: \(blob.serialized().count) bytes, usable only by this TPM")
+        let names = [counter: name]
+        let blob = try tpm.seal(key, policy: .biometricOnly(BiometricCondition(counter: counter, atMost: generation)),
+                                expectedNames: names)
+        let passcodeBlob = try tpm.seal(key, policy: .passcodeOnly, passcode: passcode)
+        say("   sealed blobs: \(blob.serialized().count) and \(passcodeBlob.serialized().count) bytes, usable only by this TPM")
 
         say("6. A matching touch (\"alice-index\")")
         try await socket.send("SCAN alice-index")
@@ -92,30 +93,40 @@ public enum BackendWalkthrough {
         }
         say("   no match: refused, and the TPM was never asked")
 
-        say("8. Enrolling a second finger (left-thumb, \"alice-thumb\"): the enrolled set changes")
+        say("8. Enrolling a second finger (left-thumb, \"alice-thumb\"): the enrolled set changes, the counter moves on")
         try await enroll(.leftThumb, as: "alice-thumb", stages: reader.enrollStages, fingers, socket, say: say)
-        let state2 = try currentState(fingers)
-        try tpm.writeEnrollmentState(index, state: state2, passcode: passcode)
-        say("   new domain state: \(hexString(Array(state2.prefix(8))))…")
+        let next = try tpm.incrementCounter(counter, auth: counterAuth, expectedName: name)
+        say("   counter at \(next)")
 
         say("9. The key sealed for the old set no longer opens through biometry (biometry-current-set)")
+        try expectClosed(blob, tpm, say: say)
+
+        say("10. The counter deleted and defined again (anyone with the TPM owner's empty authorization can): still closed")
+        try tpm.undefineNVIndex(counter)
+        let (again, sameName) = try tpm.defineCounter(counter, auth: PasscodeAuth(authValue: .random(count: PasscodeAuth.size)))
+        guard again > next, sameName == name else { throw DemoFailure(description: "the counter came back at \(again)") }
+        say("   defined again with the same name, it starts at \(again), past every value it had")
+        try expectClosed(blob, tpm, say: say)
+
+        say("11. The passcode blob still opens the key")
+        before = tpm.commandCount
+        guard try tpm.unseal(passcodeBlob, via: .passcode(passcode)) == key else {
+            throw DemoFailure(description: "the passcode branch returned another key")
+        }
+        say("   opened with the passcode (\(tpm.commandCount - before) TPM commands)")
+
+        say("12. Stopping swtpm: TPM2_Shutdown, then the process by its PID")
+        await backend.tearDown()
+        try swtpm.stop()
+    }
+
+    static func expectClosed(_ blob: SealedBlob, _ tpm: TPM, say: @escaping @Sendable (String) -> Void) throws {
         do {
             _ = try tpm.unseal(blob, via: .biometric)
             throw DemoFailure(description: "the biometric branch still opened after the enrolment changed")
         } catch TPMError.enrollmentChanged {
             say("   refused by the TPM: \(TPMError.enrollmentChanged)")
         }
-
-        say("10. The passcode branch still opens it")
-        before = tpm.commandCount
-        guard try tpm.unseal(blob, via: .passcode(passcode)) == key else {
-            throw DemoFailure(description: "the passcode branch returned another key")
-        }
-        say("   opened with the passcode (\(tpm.commandCount - before) TPM commands)")
-
-        say("11. Stopping swtpm: TPM2_Shutdown, then the process by its PID")
-        await backend.tearDown()
-        try swtpm.stop()
     }
 
     static func enroll(_ finger: Finger, as id: String, stages: Int, _ fingers: FingerprintEnrollment,
@@ -124,11 +135,6 @@ public enum BackendWalkthrough {
         try await fingers.enroll(finger, timeout: .seconds(10)) { event in
             if case .stage(let done, let total) = event { say("   touch \(done) of \(total)") }
         }
-    }
-
-    static func currentState(_ fingers: FingerprintEnrollment) throws -> [UInt8] {
-        guard let state = try fingers.domainState() else { throw DemoFailure(description: "no domain state") }
-        return bytes(state)
     }
 
     static func bytes(_ secure: SecureBytes) -> [UInt8] { secure.withUnsafeBytes { Array($0) } }
