@@ -131,6 +131,27 @@ struct SchemeTwoTests {
         #expect(string(try reopened.secret(service: "s", account: "any", proof: finger)) == "any")
     }
 
+    @Test("the enrolment counter moved on by someone with its authValue: every biometric key closes (never reopens), the set is reported; the passcode's owner unenrols and enrols again, and biometry-any opens again")
+    func enrolmentCounterMovedOn() throws {
+        let rig = try rig()
+        let vault = rig.vault
+        #expect(string(try vault.secret(service: "s", account: "any", proof: finger)) == "any")
+        let enrolment = try counter(vault, .enrollment)
+        _ = try rig.tpm.incrementCounter(enrolment.handle, auth: vault.enrollmentCounterAuth)
+
+        let reopened = try rig.reopen()
+        expectTampered(reopened, "no record for the TPM's enrolment generation")
+        #expect(throws: VaultError.itemInvalidated) { try reopened.secret(service: "s", account: "current", proof: finger) }
+        #expect(string(try reopened.secret(service: "s", account: "passcode", proof: passcode)) == "passcode")
+        // Starting again needs the passcode, and works from the counter's value.
+        #expect(throws: VaultError.tpm(.wrongPasscode)) { try changeFingers(reopened, passcode: wrongPasscode, to: []) }
+        try changeFingers(reopened, to: [])
+        let again = try changeFingers(reopened, to: [testPrint(.leftIndex)])
+        #expect(try reopened.enrolledFingers() == again)
+        #expect(string(try reopened.secret(service: "s", account: "any", proof: finger)) == "any")
+        #expect(throws: VaultError.itemInvalidated) { try reopened.secret(service: "s", account: "current", proof: finger) }
+    }
+
     // MARK: - (b) passcode changes that shut out old copies
 
     @Test("after a passcode change, a copy from before with the old passcode opens nothing (the passcode counter moved on); the new passcode opens")
