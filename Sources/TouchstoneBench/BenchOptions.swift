@@ -16,9 +16,12 @@ struct BenchOptions {
     static let usage = """
         usage: TouchstoneBench [tpm] [--iterations N] [--tool-iterations N] [--warmup N] [--json]
 
-        Starts a private swtpm, seals a 32-byte key under PolicyOR(biometric, passcode),
-        then times unseals through each branch with the TPM module and with the same
-        sequence of tpm2-tools commands, and counts the TPM commands per unseal.
+        Starts a private swtpm, seals a 32-byte key as scheme 2 seals class keys
+        (biometric: enrolment counter <= n, optionally with PCR 7; passcode:
+        PolicyAuthValue + passcode counter <= m, salted authValue) and, for comparison,
+        as the first release did (PolicyOR over an enrolment index), then times unseals
+        with the TPM module and with the same sequence of tpm2-tools commands, and
+        counts the TPM commands per unseal.
 
           --iterations N       timed unseals per branch (default 200)
           --tool-iterations N  timed tpm2-tools sequences per branch (default 20)

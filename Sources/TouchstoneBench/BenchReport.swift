@@ -1,20 +1,30 @@
 import Foundation
 
-/// Everything one run measured, with the targets of issue 2 checked against
-/// it. Printed as a table, or as JSON with `--json`.
+/// Everything one run measured, with the targets checked against it: issue
+/// 12's (at most one TPM command more per unseal than the first release)
+/// and issue 2's speed-up. Printed as a table, or as JSON with `--json`.
 struct BenchReport: Codable {
     /// Tool sequence time / module time, at the median.
     static let speedupTarget = 5.0
 
     struct Branch: Codable {
         var name: String
+        /// The first release's blob (enrolment index + PolicyOR), measured
+        /// for comparison: no target is checked on it.
+        var isFirstReleaseBlob: Bool
         /// `TPM.unseal`, steady state.
         var touchstone: LatencyStats
         var commandsPerUnseal: Double
-        var commandTarget: Int
-        var commandTargetMet: Bool
+        /// The first release's figures for this branch (docs/performance.md).
+        var firstReleaseCommands: Int
+        var firstReleaseFirstUnsealCommands: Int
+        /// One more than the first release's; nil on a comparison row.
+        var commandTarget: Int?
+        var commandTargetMet: Bool?
         /// The first unseal on a new connection (includes handle lookups).
         var firstUnsealCommands: Int
+        var firstUnsealTarget: Int?
+        var firstUnsealTargetMet: Bool?
         var firstUnsealMs: Double
         /// CPU per steady-state unseal: this process / the swtpm process.
         var clientCPUMs: Double
@@ -25,6 +35,10 @@ struct BenchReport: Codable {
         var toolCommands: [String]
         var speedup: Double
         var speedupTargetMet: Bool
+
+        var targetsMet: Bool {
+            isFirstReleaseBlob || (commandTargetMet == true && firstUnsealTargetMet == true && speedupTargetMet)
+        }
     }
 
     var machine: MachineInfo
@@ -34,7 +48,7 @@ struct BenchReport: Codable {
     var toolWarmup: Int
     var branches: [Branch]
 
-    var allTargetsMet: Bool { branches.allSatisfy { $0.commandTargetMet && $0.speedupTargetMet } }
+    var allTargetsMet: Bool { branches.allSatisfy(\.targetsMet) }
 
     func json() throws -> String {
         let encoder = JSONEncoder()
@@ -67,7 +81,9 @@ struct BenchReport: Codable {
             lines.append(cells.joined(separator: "  "))
         }
         lines.append("")
-        lines.append("cmds/unseal: steady state on one connection. 1st: the first unseal on a new connection (adds the SRK/NV handle lookups).")
+        lines.append("cmds/unseal: steady state on one connection. 1st: the first unseal on a new connection (adds the SRK/NV handle lookups;")
+        lines.append("the passcode counter is taken from its record, as the vault does). \"1st release\" rows: the first release's blob")
+        lines.append("(enrolment index + PolicyOR), measured for comparison.")
         lines.append("Every unseal's bytes (module and tools) were compared with the sealed key.")
         lines.append("")
         lines.append("where a steady-state module unseal's time goes, CPU ms per unseal: this process (module + ESYS + OpenSSL) / swtpm")
@@ -76,15 +92,24 @@ struct BenchReport: Codable {
                          + "  \(format(b.clientCPUMs)) / \(b.swtpmCPUMs.map { format($0) } ?? "n/a")   (wall median \(format(b.touchstone.median)))")
         }
         lines.append("")
-        lines.append("targets (issue 2): TPM commands per steady-state unseal; module >= \(format(Self.speedupTarget, 0))x faster than tpm2-tools (medians)")
+        lines.append("targets: TPM commands at most one more than the first release's (issue 12), steady state and first unseal;")
+        lines.append("module >= \(format(Self.speedupTarget, 0))x faster than tpm2-tools, medians (issue 2)")
         for b in branches {
-            lines.append("  " + b.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
-                         + "  commands \(format(b.commandsPerUnseal)) <= \(b.commandTarget): \(b.commandTargetMet ? "met" : "MISSED")"
-                         + "   speed-up \(format(b.speedup, 1))x >= \(format(Self.speedupTarget, 0))x: \(b.speedupTargetMet ? "met" : "MISSED")")
+            let name = "  " + b.name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+            guard let target = b.commandTarget, let firstTarget = b.firstUnsealTarget else {
+                lines.append(name + "  commands \(format(b.commandsPerUnseal)), 1st unseal \(b.firstUnsealCommands)"
+                             + " (the first release's figures: \(b.firstReleaseCommands), \(b.firstReleaseFirstUnsealCommands)): comparison, no target")
+                continue
+            }
+            lines.append(name + "  commands \(format(b.commandsPerUnseal)) <= \(target) (\(b.firstReleaseCommands) + 1): \(verdict(b.commandTargetMet))"
+                         + "   1st unseal \(b.firstUnsealCommands) <= \(firstTarget) (\(b.firstReleaseFirstUnsealCommands) + 1): \(verdict(b.firstUnsealTargetMet))"
+                         + "   speed-up \(format(b.speedup, 1))x >= \(format(Self.speedupTarget, 0))x: \(verdict(b.speedupTargetMet))")
         }
         lines.append(allTargetsMet ? "all targets met" : "SOME TARGETS MISSED")
         return lines.joined(separator: "\n")
     }
+
+    private func verdict(_ met: Bool?) -> String { met == true ? "met" : "MISSED" }
 
     private func format(_ value: Double, _ decimals: Int = 2) -> String {
         String(format: "%.\(decimals)f", value)

@@ -7,7 +7,8 @@ import TouchstoneTPM
 /// would fold that drift into the speed-up).
 struct ScenarioMeasurement {
     /// The first unseal on a new `TPM` instance (new ESYS context, SRK
-    /// pinned by name): it also looks up the SRK and NV index handles.
+    /// pinned by name): it also looks up the SRK's handle and that of an NV
+    /// index the instance has no record of.
     var firstUnsealCommands: Int
     var firstUnsealNanoseconds: UInt64
     /// Steady state: commands sent during the timed unseals / their number.
@@ -19,7 +20,9 @@ struct ScenarioMeasurement {
     var swtpmCPUMs: Double?
     var tools: LatencyStats
 
-    /// Opens a new connection and unseals once (the first unseal); then
+    /// Opens a new connection (given the scenario's NV record, if any, as
+    /// the vault gives its passcode counter's) and unseals once (the first
+    /// unseal); then
     /// warms up (`warmup` unseals, `toolWarmup` tool sequences); then runs
     /// `toolIterations` rounds of (a block of module unseals, one tool
     /// sequence), `iterations` module unseals in all. Every unsealed key is
@@ -30,6 +33,7 @@ struct ScenarioMeasurement {
                         key: SecureBytes, tcti: String, srkName: [UInt8], swtpmPID: Int32?,
                         warmup: Int, iterations: Int, toolWarmup: Int, toolIterations: Int) throws -> ScenarioMeasurement {
         let tpm = try TPM(tcti: tcti, expectedSRKName: srkName)
+        if let adopted = scenario.adopted { tpm.adoptNVIndex(adopted.handle, record: adopted.record) }
         let unseal = { () throws -> SecureBytes in try tpm.unseal(scenario.blob, via: scenario.branch) }
         let first = try timed(unseal)
         try check(first.result, key, scenario)

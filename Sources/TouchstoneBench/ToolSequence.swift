@@ -26,34 +26,44 @@ struct ToolSequence {
 
     /// Writes the files the tools read, in `directory` (mode 0600): the
     /// marshalled TPM2B_PUBLIC / TPM2B_PRIVATE (tpm2-tools' default "tss"
-    /// format), the two branch digests for PolicyOR, the domain state
-    /// (PolicyNV's operandB) and the SRK's name. No secret goes to disk; the
-    /// passcode's authValue is passed as `hex:` on the command line, as
-    /// tpm2-tools expect (it is this run's throwaway passcode).
+    /// format), PolicyNV's operandB (a counter's generation as 8 bytes
+    /// big-endian, or the first release's domain state), for a PolicyOR
+    /// blob the two branch digests, and the SRK's name. No secret goes to
+    /// disk; the passcode's authValue is passed as `hex:` on the command
+    /// line, as tpm2-tools expect (it is this run's throwaway passcode).
     static func prepare(_ scenario: UnsealScenario, fixture: BenchFixture, directory: String) throws -> ToolSequence {
         let stem = scenario.fileStem
         let blob = scenario.blob
-        guard let biometric = blob.policy.biometric, blob.policy.passcode else {
-            throw BenchError.setup("the tool comparison expects a biometricOrPasscode blob")
+        let d = directory + "/"
+        try write(blob.publicArea, to: d + "\(stem).pub")
+        try write(blob.privateArea, to: d + "\(stem).priv")
+        try write(fixture.srkName, to: d + "srk.name")
+        let orList = "sha256:\(d)\(stem)-a.pol,\(d)\(stem)-b.pol"
+        if let biometric = blob.policy.biometric, blob.policy.passcode {
+            let branchA = TPM.authPolicy(.biometricOnly(biometric), nvName: blob.nvName, pcr7: blob.pcr7Value)
+            let branchB = TPM.authPolicy(SealPolicy(biometric: nil, passcode: true, passcodeCounter: blob.policy.passcodeCounter),
+                                         nvName: [], pcr7: [], passcodeNVName: blob.passcodeNVName)
+            try write(branchA.bytes, to: d + "\(stem)-a.pol")
+            try write(branchB.bytes, to: d + "\(stem)-b.pol")
         }
-        let branchA = TPM.authPolicy(.biometricOnly(biometric), nvName: blob.nvName, pcr7: blob.pcr7Value)
-        let branchB = TPM.authPolicy(.passcodeOnly, nvName: [], pcr7: [])
-        try write(blob.publicArea, to: directory + "/\(stem).pub")
-        try write(blob.privateArea, to: directory + "/\(stem).priv")
-        try write(branchA.bytes, to: directory + "/\(stem)-a.pol")
-        try write(branchB.bytes, to: directory + "/\(stem)-b.pol")
-        try write(fixture.domainState, to: directory + "/state.bin")
-        try write(fixture.srkName, to: directory + "/srk.name")
 
         let srk = "0x" + String(TPM.srkHandle, radix: 16)
-        let d = directory + "/"
         let item = d + "\(stem)-item.ctx"
         let policy = d + "\(stem)-policy.ctx"
-        let orList = "sha256:\(d)\(stem)-a.pol,\(d)\(stem)-b.pol"
+        /// tpm2_policynv: operandB from `operand`, compared with `operation`
+        /// ("ule" for a counter, "eq" for the first release's index) from
+        /// offset 0, the owner authorizing the read (OWNERREAD).
+        func policyNV(_ index: UInt32, operand: [UInt8], file: String, operation: String) throws -> ToolStep {
+            try write(operand, to: d + file)
+            return ToolStep(["tpm2_policynv", "-Q", "-S", policy, "-C", "o", "-i", d + file, "--offset", "0",
+                             "0x" + String(index, radix: 16), operation])
+        }
         var steps = [ToolStep(["tpm2_load", "-Q", "-C", srk, "-u", d + "\(stem).pub", "-r", d + "\(stem).priv", "-c", item])]
         switch scenario.branch {
         case .biometric:
-            let index = "0x" + String(biometric.nvIndex, radix: 16)
+            guard let biometric = blob.policy.biometric else {
+                throw BenchError.setup("\(scenario.name): the blob has no biometric branch")
+            }
             let encrypt = d + "\(stem)-encrypt.ctx"
             // Unsalted policy session for the NV condition, and a separate
             // salted HMAC session (encrypt+decrypt) for the response, like
@@ -62,22 +72,39 @@ struct ToolSequence {
             if biometric.bindPCR7 {
                 steps.append(ToolStep(["tpm2_policypcr", "-Q", "-S", policy, "-l", "sha256:7"]))
             }
+            if let generation = biometric.counterAtMost {
+                steps.append(try policyNV(biometric.nvIndex, operand: counterBytes(generation),
+                                          file: "\(stem)-generation.bin", operation: "ule"))
+            } else {
+                steps.append(try policyNV(biometric.nvIndex, operand: biometric.domainState,
+                                          file: "\(stem)-state.bin", operation: "eq"))
+            }
+            if blob.policy.passcode {
+                steps.append(ToolStep(["tpm2_policyor", "-Q", "-S", policy, "-l", orList]))
+            }
             steps += [
-                ToolStep(["tpm2_policynv", "-Q", "-S", policy, "-C", "o", "-i", d + "state.bin", index, "eq"]),
-                ToolStep(["tpm2_policyor", "-Q", "-S", policy, "-l", orList]),
                 ToolStep(["tpm2_startauthsession", "--hmac-session", "-c", srk, "-n", d + "srk.name", "-S", encrypt]),
                 ToolStep(["tpm2_unseal", "-c", item, "-p", "session:\(policy)", "-S", encrypt], yieldsKey: true),
                 ToolStep(["tpm2_flushcontext", policy]),
                 ToolStep(["tpm2_flushcontext", encrypt]),
             ]
         case .passcode(let passcode):
+            guard blob.policy.passcode else { throw BenchError.setup("\(scenario.name): the blob has no passcode branch") }
             let auth = passcode.value.withUnsafeBytes { hexString(Array($0)) }
             // One policy session, salted with the pinned SRK (and bound to
             // it: -c), parameter encryption on.
             steps += [
                 ToolStep(["tpm2_startauthsession", "--policy-session", "-c", srk, "-n", d + "srk.name", "-S", policy]),
                 ToolStep(["tpm2_policyauthvalue", "-Q", "-S", policy]),
-                ToolStep(["tpm2_policyor", "-Q", "-S", policy, "-l", orList]),
+            ]
+            if let counter = blob.policy.passcodeCounter {
+                steps.append(try policyNV(counter.nvIndex, operand: counterBytes(counter.atMost),
+                                          file: "\(stem)-generation.bin", operation: "ule"))
+            }
+            if blob.policy.biometric != nil {
+                steps.append(ToolStep(["tpm2_policyor", "-Q", "-S", policy, "-l", orList]))
+            }
+            steps += [
                 ToolStep(["tpm2_unseal", "-c", item, "-p", "session:\(policy)+hex:\(auth)"], yieldsKey: true),
                 ToolStep(["tpm2_flushcontext", policy]),
             ]
@@ -86,6 +113,12 @@ struct ToolSequence {
         }
         steps.append(ToolStep(["tpm2_flushcontext", "-t"]))
         return ToolSequence(scenario: scenario, directory: directory, steps: steps)
+    }
+
+    /// A counter value as PolicyNV's operandB: 8 bytes, big-endian (the
+    /// TPM compares a counter's bytes as an unsigned big-endian number).
+    private static func counterBytes(_ value: UInt64) -> [UInt8] {
+        (0..<8).map { UInt8(truncatingIfNeeded: value >> (56 - 8 * $0)) }
     }
 
     /// Runs every step once and returns what tpm2_unseal printed.
