@@ -67,6 +67,7 @@ enum BackendFailure: Error {
         case .invalidInput(let what): self = .invalidInput(what)
         case .tpm(let error): self = Self(tpm: error)
         case .fingersTampered: self = .corrupted(error.description)
+        case .concurrentChange: self = .storage(StorageFailure(.database, error.description))
         }
     }
 

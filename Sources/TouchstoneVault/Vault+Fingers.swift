@@ -73,7 +73,8 @@ extension Vault {
         throw VaultError.fingersTampered("it has no record for the TPM's enrolment generation \(generation) (the vault's is \(committed)): the store was replaced by an older copy, or altered")
     }
 
-    /// The enrolled fingers' names, or nil when they cannot be trusted.
+    /// The enrolled fingers' names (none without a passcode); throws as
+    /// `enrolledFingers` when they cannot be trusted.
     package func enrolledFingerNames() throws -> [Finger] {
         guard isPasscodeSet else { return [] }
         return try enrolledFingers().fingers
@@ -135,6 +136,11 @@ extension Vault {
         let record = try sealFingers(set)
         try step("fingers-sealed")
         try db.transaction {
+            // Another process's change since the reads above: its set would
+            // be lost under this one.
+            guard try committedGeneration(.enrollment) == committed, try !pendingRoles().contains(.enrollment) else {
+                throw VaultError.concurrentChange
+            }
             try storeFingers(record, generation: next)
             try db.query("UPDATE class_keys SET sealed = ?, previous = NULL, generation = ? WHERE id = ?",
                          [.blob(anyBlob.serialized()), .integer(Int64(bitPattern: next)), .integer(any.id)])

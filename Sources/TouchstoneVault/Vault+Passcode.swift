@@ -135,6 +135,10 @@ extension Vault {
         }
         try step("passcode-sealed")
         try db.transaction {
+            // Another process's change since the reads above.
+            guard try committedGeneration(.passcode) == value, try !pendingRoles().contains(.passcode) else {
+                throw VaultError.concurrentChange
+            }
             try db.query("UPDATE class_keys SET sealed = ?, previous = NULL WHERE id = ?",
                          [.blob(passBlob.serialized()), .integer(passcodeKey.id)])
             for (id, blob) in anyBlobs {

@@ -27,6 +27,10 @@ package enum VaultError: Error, Equatable, Sendable {
     /// matches until the fingers are enrolled again; the passcode still
     /// opens what it may.
     case fingersTampered(String)
+    /// Another process changed the fingers or the passcode while this
+    /// change was being made: nothing of this one was stored; it can be
+    /// made again.
+    case concurrentChange
 }
 
 extension VaultError: CustomStringConvertible {
@@ -44,6 +48,7 @@ extension VaultError: CustomStringConvertible {
         case .storage(let failure): return failure.description
         case .invalidInput(let what): return "invalid input: \(what)"
         case .tpm(let error): return error.description
+        case .concurrentChange: return "another Touchstone process changed the fingers or the passcode meanwhile; nothing was changed here, try again"
         case .fingersTampered(let why):
             return "the enrolled fingers' store was altered outside an enrolment: \(why); no finger matches until every finger is unenrolled (with the passcode) and enrolled again"
         }

@@ -360,6 +360,27 @@ struct SchemeTwoTests {
         #expect(try reopened.enrolledFingers().fingers == [.rightThumb])
     }
 
+    @Test("a change made by another process between this one's seals and its commit: this one stores nothing and says so; the other's stands")
+    func concurrentChanges() throws {
+        let rig = try rig()
+        let other = try rig.reopen()
+        let vault = try rig.reopen()
+        vault.interruption = { name in
+            if name == "fingers-sealed" { try changeFingers(other, to: [testPrint(.leftThumb)]) }
+            if name == "passcode-sealed" { try other.changePasscode(from: rightPasscode, to: PasscodeAuth(passcodeString: "other's")) }
+        }
+        #expect(throws: VaultError.concurrentChange) { try changeFingers(vault, to: [testPrint(.rightThumb)]) }
+        #expect(try rig.reopen().enrolledFingers().fingers == [.leftThumb])
+        #expect(throws: VaultError.concurrentChange) {
+            try vault.changePasscode(from: rightPasscode, to: PasscodeAuth(passcodeString: "mine"))
+        }
+        let opened = try rig.reopen()
+        #expect(string(try opened.secret(service: "s", account: "passcode", proof: VaultProof(passcode: PasscodeAuth(passcodeString: "other's")))) == "passcode")
+        #expect(throws: VaultError.tpm(.wrongPasscode)) {
+            try opened.secret(service: "s", account: "passcode", proof: VaultProof(passcode: PasscodeAuth(passcodeString: "mine")))
+        }
+    }
+
     @Test("a passcode change stopped at each step: the old passcode before the commit, the new one after; never both once the vault is opened again",
           arguments: ["passcode-sealed", "passcode-committed", "passcode-incremented"])
     func passcodeChangeStopped(_ step: String) throws {
