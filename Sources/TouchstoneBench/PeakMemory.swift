@@ -23,6 +23,11 @@ enum PeakMemory {
         return Double(usage.ru_maxrss) / 1024  // KiB on Linux
     }
 
+    /// The resident set now, in MiB (VmRSS; nil if unreadable).
+    static func currentMiB() -> Double? {
+        statusField("VmRSS:").map { Double($0) / 1024 }
+    }
+
     /// A "Name:   123 kB" field of /proc/self/status, in KiB.
     private static func statusField(_ name: String) -> Int? {
         guard let handle = FileHandle(forReadingAtPath: "/proc/self/status") else { return nil }

@@ -1,9 +1,11 @@
-// TouchstoneBench (`swift run -c release TouchstoneBench`): two suites, each
+// TouchstoneBench (`swift run -c release TouchstoneBench`): three suites, each
 // on a private swtpm.
 // - `TouchstoneBench [tpm]`: latency and TPM command count of an unseal
 //   of each kind of sealed key, against the same unseal done with tpm2-tools.
 // - `TouchstoneBench vault`: the vault's add, keyed get and list at several
 //   sizes, TPM excluded and included, against plain SQLite with the same rows.
+// - `TouchstoneBench kdf`: the passcode KDF as shipped (salted BLAKE2b)
+//   against Argon2id at libsodium's limits, beside a TPM passcode unseal.
 // See docs/performance.md for the figures and how to read them.
 import TouchstoneSimulator
 import Foundation
@@ -66,16 +68,18 @@ let startEnvironment = ProcessInfo.processInfo.environment
 enum BenchCommand {
     case tpm(BenchOptions)
     case vault(VaultBenchOptions)
+    case kdf(KDFOptions)
 
     init(arguments: [String]) throws {
         switch arguments.first {
         case "vault": self = .vault(try VaultBenchOptions(arguments: Array(arguments.dropFirst())))
+        case "kdf": self = .kdf(try KDFOptions(arguments: Array(arguments.dropFirst())))
         case "tpm": self = .tpm(try BenchOptions(arguments: Array(arguments.dropFirst())))
         default: self = .tpm(try BenchOptions(arguments: arguments))
         }
     }
 
-    static let usage = BenchOptions.usage + "\n\n" + VaultBenchOptions.usage
+    static let usage = BenchOptions.usage + "\n\n" + VaultBenchOptions.usage + "\n\n" + KDFOptions.usage
 }
 
 let command: BenchCommand
@@ -106,6 +110,13 @@ do {
         Interruption.install()
         let rig = try SwtpmRig.forBenchmark()
         let outcome = Result { try runVaultBenchmark(options, on: rig) }
+        rig.stopReporting()
+        let report = try outcome.get()
+        print(options.json ? try report.json() : report.table())
+    case .kdf(let options):
+        Interruption.install()
+        let rig = try SwtpmRig.forBenchmark()
+        let outcome = Result { try runKDFBenchmark(options, on: rig) }
         rig.stopReporting()
         let report = try outcome.get()
         print(options.json ? try report.json() : report.table())
