@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TestRigs
 import Testing
 import TouchstoneTPM
 @testable import TouchstoneVault
@@ -30,6 +31,18 @@ struct SchemeTwoCLITests {
 
     static func fingers(_ sandbox: CLISandbox) -> String { sandbox.run(["--sim", "fingers"]).stdoutText }
 
+    /// Runs `command` with the vault told to kill its process at `step`
+    /// (TOUCHSTONE_TEST_KILL_AT, debug builds), expects it killed, and
+    /// returns whether the step comes after the change's commit.
+    static func kill(at step: String, _ sandbox: CLISandbox, _ command: () -> CLIResult,
+                     sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
+        sandbox.extraEnvironment["TOUCHSTONE_TEST_KILL_AT"] = step
+        let killed = command()
+        sandbox.extraEnvironment = [:]
+        #expect(killed.code == 128 + SIGKILL, "\(killed.stderr)", sourceLocation: sourceLocation)
+        return !step.hasSuffix("-sealed")
+    }
+
     // MARK: - Kill points
 
     @Test("enrol killed at each step of the vault's change: before the commit nothing changed; after it the new set, and the old set's current-set items closed for good",
@@ -37,11 +50,7 @@ struct SchemeTwoCLITests {
     func enrolKilled(_ step: String) throws {
         let sandbox = try Self.sandbox()
         defer { sandbox.close() }
-        sandbox.extraEnvironment["TOUCHSTONE_TEST_KILL_AT"] = step
-        let killed = sandbox.enroll("left-index-finger", as: "bob")
-        sandbox.extraEnvironment = [:]
-        #expect(killed.code == 128 + SIGKILL, "\(killed.stderr)")
-        let committed = step != "fingers-sealed"
+        let committed = Self.kill(at: step, sandbox) { sandbox.enroll("left-index-finger", as: "bob") }
 
         #expect(Self.fingers(sandbox) == (committed ? "left-index-finger\nright-index-finger\n" : "right-index-finger\n"))
         let old = Self.get(sandbox, "current", by: "alice")
@@ -62,11 +71,9 @@ struct SchemeTwoCLITests {
         defer { sandbox.close() }
         try #require(sandbox.enroll("left-index-finger", as: "bob").code == 0)
         try #require(sandbox.run(["--sim", "add", "s", "current-2", "--access", "biometry-current-set"], stdin: Array("c2".utf8)).code == 0)
-        sandbox.extraEnvironment["TOUCHSTONE_TEST_KILL_AT"] = step
-        let killed = sandbox.run(["--sim", "unenroll", "left-index-finger", "--passcode-fd", "3"], fd3: Self.passcode)
-        sandbox.extraEnvironment = [:]
-        #expect(killed.code == 128 + SIGKILL, "\(killed.stderr)")
-        let committed = step != "fingers-sealed"
+        let committed = Self.kill(at: step, sandbox) {
+            sandbox.run(["--sim", "unenroll", "left-index-finger", "--passcode-fd", "3"], fd3: Self.passcode)
+        }
 
         #expect(Self.fingers(sandbox) == (committed ? "right-index-finger\n" : "left-index-finger\nright-index-finger\n"))
         let byBob = Self.get(sandbox, "current-2", by: "bob")
@@ -81,11 +88,9 @@ struct SchemeTwoCLITests {
         let sandbox = try Self.sandbox()
         defer { sandbox.close() }
         let copy = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
-        sandbox.extraEnvironment["TOUCHSTONE_TEST_KILL_AT"] = step
-        let killed = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"], fd3: Self.passcode + CLISandbox.line("new-one"))
-        sandbox.extraEnvironment = [:]
-        #expect(killed.code == 128 + SIGKILL, "\(killed.stderr)")
-        let committed = step != "passcode-sealed"
+        let committed = Self.kill(at: step, sandbox) {
+            sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"], fd3: Self.passcode + CLISandbox.line("new-one"))
+        }
         let (inForce, other) = committed ? (CLISandbox.line("new-one"), Self.passcode) : (Self.passcode, CLISandbox.line("new-one"))
 
         let get = ["--sim", "get", "s", "passcode", "--passcode-fd", "3"]
@@ -172,10 +177,7 @@ struct SchemeTwoCLITests {
             UInt32(truncatingIfNeeded: row.blob(0).reduce(UInt64(0)) { $0 << 8 | UInt64($1) })
         }.first)
         let tpm = try MigrationTests.tpm(sandbox)
-        let value = try tpm.readCounter(handle)
-        try tpm.undefineNVIndex(handle)
-        let planted = withUnsafeBytes(of: value.bigEndian) { Array($0) } + [UInt8](repeating: 0, count: TPM.enrollmentStateSize - 8)
-        try tpm.defineEnrollmentIndex(handle, passcode: PasscodeAuth(passcodeString: "someone else"), initialState: planted)
+        try replaceCounterWithOrdinaryIndex(tpm, at: handle, holding: try tpm.readCounter(handle))
 
         let get = sandbox.run(["--sim", "get", "s", "current"])
         #expect(get.code == 13, "\(get.stderr)")

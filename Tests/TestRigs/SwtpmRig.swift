@@ -64,6 +64,16 @@ package func randomState() -> [UInt8] {
 }
 
 package let rightPasscode = PasscodeAuth(passcodeString: "correct horse battery staple")
+
+/// The attack on a counter, with the owner's rights: the counter at
+/// `handle` undefined and an ordinary NV index defined in its place,
+/// holding `value` in its first 8 bytes (big-endian, as PolicyNV reads a
+/// counter), writable by whoever defined it.
+package func replaceCounterWithOrdinaryIndex(_ tpm: TPM, at handle: UInt32, holding value: UInt64) throws {
+    try tpm.undefineNVIndex(handle)
+    let planted = withUnsafeBytes(of: value.bigEndian) { Array($0) } + [UInt8](repeating: 0, count: TPM.enrollmentStateSize - 8)
+    try tpm.defineEnrollmentIndex(handle, passcode: PasscodeAuth(passcodeString: "someone else"), initialState: planted)
+}
 package let wrongPasscode = PasscodeAuth(passcodeString: "Tr0ub4dor&3")
 
 /// A TPM with an enrolment index holding a fresh state: the usual start.

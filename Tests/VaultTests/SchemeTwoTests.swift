@@ -94,10 +94,7 @@ struct SchemeTwoTests {
         let currentBlob = try blob(vault, .biometryCurrentSet)
         #expect(string(try vault.secret(service: "s", account: "current", proof: finger)) == "current")
 
-        try rig.tpm.undefineNVIndex(enrolment.handle)
-        var planted = withUnsafeBytes(of: value.bigEndian) { Array($0) }
-        planted += [UInt8](repeating: 0, count: TPM.enrollmentStateSize - planted.count)
-        try rig.tpm.defineEnrollmentIndex(enrolment.handle, passcode: PasscodeAuth(passcodeString: "x"), initialState: planted)
+        try replaceCounterWithOrdinaryIndex(rig.tpm, at: enrolment.handle, holding: value)
 
         let reopened = try rig.reopen()
         #expect(throws: VaultError.tpm(.nvIndexReplaced(handle: enrolment.handle))) {
@@ -117,10 +114,7 @@ struct SchemeTwoTests {
         let counter = try counter(rig.vault, .passcode)
         let value = try rig.tpm.readCounter(counter.handle)
         let passcodeBlob = try blob(rig.vault, .passcode)
-        try rig.tpm.undefineNVIndex(counter.handle)
-        var planted = withUnsafeBytes(of: value.bigEndian) { Array($0) }
-        planted += [UInt8](repeating: 0, count: TPM.enrollmentStateSize - planted.count)
-        try rig.tpm.defineEnrollmentIndex(counter.handle, passcode: PasscodeAuth(passcodeString: "x"), initialState: planted)
+        try replaceCounterWithOrdinaryIndex(rig.tpm, at: counter.handle, holding: value)
 
         let reopened = try rig.reopen()
         #expect(throws: VaultError.tpm(.nvIndexReplaced(handle: counter.handle))) {
