@@ -109,9 +109,12 @@ extension Vault {
         let (item, attributes) = try load(service: service, account: account)
         let classKeys = try classKeys()
         let wraps = try wraps(of: item)
-        // The TPM's enrolment counter is read only when a biometry-current-set key is involved.
+        // The generation the vault's set is for, from the database: which
+        // ways to offer. No TPM command: the match that follows reads the
+        // counter (the live set), and the TPM checks it at the unseal, so
+        // a vault rolled back to an older copy gets no further than it.
         let needsGeneration = wraps.contains { $0.classKeyIDs.contains { classKeys[$0]?.kind == .biometryCurrentSet } }
-        let generation = needsGeneration ? try enrollmentGeneration() : nil
+        let generation = needsGeneration ? try committedGeneration(.enrollment) : nil
         let alternatives = attributes.access.alternatives
         guard wraps.count == alternatives.count else {
             throw VaultError.corrupted("the item \(service)/\(account) has \(wraps.count) wrapped keys for \(alternatives.count) ways in")

@@ -58,15 +58,17 @@ extension InProcessEngine {
             return try await askPasscode(reason: reason, settings).addingBiometricMatch()
         }
         if access.needsBiometry {
-            // A fingers' store found altered leaves the passcode, where the
+            // The live set, read once for the decision and the match. A
+            // fingers' store found altered leaves the passcode, where the
             // access allows it; where it does not, the match reports it.
+            let enrolled = vault.isReadOnly ? nil
+                : access.allowsPasscode ? try? vault.enrolledFingers() : try vault.enrolledFingers()
             let biometryUsable = try !vault.isReadOnly
                 && vault.biometricFailures() < AuthenticationContext.maximumBiometricFailures
-                && (access.allowsPasscode ? !((try? vault.enrolledFingerNames()) ?? []).isEmpty
-                                          : !vault.enrolledFingerNames().isEmpty)
+                && !(enrolled?.prints.isEmpty ?? true)
             if biometryUsable || !access.allowsPasscode {
                 do {
-                    if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, settings) {
+                    if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, settings, enrolled: enrolled) {
                         return VaultProof(biometricMatch: true)
                     }
                 } catch let failure where access.allowsPasscode && Self.isUnavailable(failure) {
@@ -87,15 +89,17 @@ extension InProcessEngine {
 
     /// Waits for a touch. Returns true on a match, false when the person
     /// asked for the passcode (allowed); throws otherwise.
+    /// `enrolled`: the live set, when the caller just read it.
     @discardableResult
-    private func matchFinger(reason: String, passcodeAllowed: Bool, _ settings: ContextSettings) async throws -> Bool {
+    private func matchFinger(reason: String, passcodeAllowed: Bool, _ settings: ContextSettings,
+                             enrolled known: EnrolledFingers? = nil) async throws -> Bool {
         if vault.isReadOnly { throw BackendFailure.readerUnavailable(.readOnlyVault) }
         if try vault.biometricFailures() >= AuthenticationContext.maximumBiometricFailures {
             throw AuthenticationError.biometryLockout
         }
         // The live set, checked against the TPM's enrolment counter: only
         // prints an enrolment stored can match.
-        let enrolled = try vault.enrolledFingers()
+        let enrolled = try known ?? vault.enrolledFingers()
         if enrolled.prints.isEmpty { throw AuthenticationError.biometryNotEnrolled }
         let session = try await openReader()
         let interaction = settings.interaction
