@@ -4,37 +4,33 @@ import TouchstoneSecure
 import TouchstoneTPM
 
 /// One way of turning a passcode into the TPM authValue.
-enum PasscodeKDF: CaseIterable {
+struct PasscodeKDF {
+    let name: String
+    /// crypto_pwhash's opslimit and memlimit (bytes); nil for the shipped
+    /// BLAKE2b.
+    let limits: (ops: UInt64, memory: Int)?
+
     /// As shipped: PasscodeAuth(passcode:) (keyed BLAKE2b-256 under a fixed
     /// domain key), then .salted(with:) (keyed BLAKE2b-256 with the vault's
     /// 32-byte salt).
-    case saltedBLAKE2b
+    static let saltedBLAKE2b = PasscodeKDF(name: "salted BLAKE2b-256 (shipped)", limits: nil)
+
     /// libsodium's crypto_pwhash, Argon2id v1.3, at its named limits.
-    case argon2idMin
-    case argon2idInteractive
-    case argon2idModerate
+    static let argon2idLevels = [
+        PasscodeKDF(name: "Argon2id13 MIN", limits: (UInt64(crypto_pwhash_argon2id_opslimit_min()),
+                                                     crypto_pwhash_argon2id_memlimit_min())),
+        PasscodeKDF(name: "Argon2id13 INTERACTIVE", limits: (UInt64(crypto_pwhash_argon2id_opslimit_interactive()),
+                                                             crypto_pwhash_argon2id_memlimit_interactive())),
+        PasscodeKDF(name: "Argon2id13 MODERATE", limits: (UInt64(crypto_pwhash_argon2id_opslimit_moderate()),
+                                                          crypto_pwhash_argon2id_memlimit_moderate())),
+    ]
 
-    var name: String {
-        switch self {
-        case .saltedBLAKE2b: return "salted BLAKE2b-256 (shipped)"
-        case .argon2idMin: return "Argon2id13 MIN"
-        case .argon2idInteractive: return "Argon2id13 INTERACTIVE"
-        case .argon2idModerate: return "Argon2id13 MODERATE"
-        }
+    /// Argon2id13 with limits given on the command line (`--argon2id OPS,MIB`).
+    static func argon2id(ops: Int, mebibytes: Int) -> PasscodeKDF {
+        PasscodeKDF(name: "Argon2id13 ops \(ops), \(mebibytes) MiB", limits: (UInt64(ops), mebibytes << 20))
     }
 
-    /// crypto_pwhash's opslimit and memlimit (bytes); nil for BLAKE2b.
-    var limits: (ops: UInt64, memory: Int)? {
-        switch self {
-        case .saltedBLAKE2b: return nil
-        case .argon2idMin:
-            return (UInt64(crypto_pwhash_argon2id_opslimit_min()), crypto_pwhash_argon2id_memlimit_min())
-        case .argon2idInteractive:
-            return (UInt64(crypto_pwhash_argon2id_opslimit_interactive()), crypto_pwhash_argon2id_memlimit_interactive())
-        case .argon2idModerate:
-            return (UInt64(crypto_pwhash_argon2id_opslimit_moderate()), crypto_pwhash_argon2id_memlimit_moderate())
-        }
-    }
+    var isShipped: Bool { limits == nil }
 }
 
 /// The inputs of one run: a random passcode, a 32-byte salt for the
@@ -71,8 +67,9 @@ func runKDFBenchmark(_ options: KDFOptions, on rig: SwtpmRig) throws -> KDFRepor
     guard sodium_init() >= 0 else { throw BenchError.setup("sodium_init failed") }
     let loadAverage = MachineInfo.loadAverage()
     let inputs = KDFInputs()
-    var reference: [PasscodeKDF: SecureBytes] = [:]
-    for kdf in PasscodeKDF.allCases { reference[kdf] = try inputs.derive(kdf) }
+    let kdfs = [PasscodeKDF.saltedBLAKE2b] + PasscodeKDF.argon2idLevels
+        + options.extraArgon2id.map { PasscodeKDF.argon2id(ops: $0.ops, mebibytes: $0.mebibytes) }
+    let reference = try kdfs.map { try inputs.derive($0) }
 
     // The TPM side: scheme 2's passcode blob (PolicyAuthValue, passcode
     // counter <= m, salted authValue), on a connection that has the counter
@@ -82,10 +79,10 @@ func runKDFBenchmark(_ options: KDFOptions, on rig: SwtpmRig) throws -> KDFRepor
     tpm.adoptNVIndex(fixture.passcodeCounter, record: fixture.passcodeCounterRecord)
     let unseal = { () throws -> SecureBytes in try tpm.unseal(fixture.passcode, via: .passcode(fixture.saltedPasscode)) }
 
-    enum Turn { case kdf(PasscodeKDF), tpm }
-    let turns = PasscodeKDF.allCases.map(Turn.kdf) + [.tpm]
-    var samples: [PasscodeKDF: [UInt64]] = [:]
-    var added: [PasscodeKDF: Double] = [:]
+    enum Turn { case kdf(Int), tpm }
+    let turns = kdfs.indices.map(Turn.kdf) + [.tpm]
+    var samples = kdfs.map { _ in [UInt64]() }
+    var added = kdfs.map { _ in 0.0 }
     var tpmSamples: [UInt64] = []
     var tpmCommands = 0
 
@@ -94,16 +91,17 @@ func runKDFBenchmark(_ options: KDFOptions, on rig: SwtpmRig) throws -> KDFRepor
         for i in turns.indices {
             try Interruption.check()
             switch turns[(i + round) % turns.count] {
-            case .kdf(let kdf):
-                let count = kdf == .saltedBLAKE2b ? options.batch : 1
+            case .kdf(let k):
+                let kdf = kdfs[k]
+                let count = kdf.isShipped ? options.batch : 1
                 PeakMemory.resetPeak()
                 let before = PeakMemory.currentMiB() ?? PeakMemory.peakMiB()
                 for _ in 0..<count {
                     let run = try timed { try inputs.derive(kdf) }
-                    guard run.result == reference[kdf]! else { throw BenchError.wrongResult("\(kdf.name) gave another authValue") }
-                    if timedRound { samples[kdf, default: []].append(run.nanoseconds) }
+                    guard run.result == reference[k] else { throw BenchError.wrongResult("\(kdf.name) gave another authValue") }
+                    if timedRound { samples[k].append(run.nanoseconds) }
                 }
-                if timedRound { added[kdf] = max(added[kdf] ?? 0, PeakMemory.peakMiB() - before) }
+                if timedRound { added[k] = max(added[k], PeakMemory.peakMiB() - before) }
             case .tpm:
                 let commandsBefore = tpm.commandCount
                 for _ in 0..<options.tpmBatch {
@@ -117,9 +115,9 @@ func runKDFBenchmark(_ options: KDFOptions, on rig: SwtpmRig) throws -> KDFRepor
     }
 
     let tpmStats = KDFReport.Stats(nanoseconds: tpmSamples)
-    let rows = PasscodeKDF.allCases.map { kdf in
-        KDFReport.Row(name: kdf.name, opslimit: kdf.limits.map { Int($0.ops) }, memlimitBytes: kdf.limits?.memory,
-                      stats: KDFReport.Stats(nanoseconds: samples[kdf] ?? []), addedPeakMiB: added[kdf] ?? 0)
+    let rows = kdfs.indices.map { k in
+        KDFReport.Row(name: kdfs[k].name, opslimit: kdfs[k].limits.map { Int($0.ops) }, memlimitBytes: kdfs[k].limits?.memory,
+                      stats: KDFReport.Stats(nanoseconds: samples[k]), addedPeakMiB: added[k])
     }
     return KDFReport(machine: MachineInfo.current(tpm2ToolsVersion: nil, loadAverage: loadAverage),
                      sodiumVersion: String(cString: sodium_version_string()),
