@@ -51,15 +51,13 @@ struct BenchReport: Codable {
     var allTargetsMet: Bool { branches.allSatisfy(\.targetsMet) }
 
     func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try prettyJSON(self)
     }
 
     func table() -> String {
         var lines: [String] = []
         lines.append("TPM unseal on a private swtpm \(machine.swtpmVersion): TPM module (in process) vs tpm2-tools \(machine.tpm2ToolsVersion) (one process per step)")
-        lines.append("machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(format(machine.memoryGiB, 1)) GiB, \(machine.operatingSystem), load average \(format(machine.loadAverage))")
+        lines.append(machine.reportLine)
         lines.append("per branch: \(iterations) timed module unseals (after \(warmup) warm-up) interleaved with \(toolIterations) timed tool sequences (after \(toolWarmup) warm-up)")
         lines.append("")
         let header = ["branch", "median ms", "p90 ms", "mean ms", "cmds/unseal", "1st: cmds", "1st: ms",
@@ -72,14 +70,7 @@ struct BenchReport: Codable {
                          format(b.speedup, 1) + "x"])
         }
         let nameWidth = branches.map(\.name.count).max() ?? 0
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            let cells = row.indices.map { column in
-                column == 0 ? row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                            : String(repeating: " ", count: widths[column] - row[column].count) + row[column]
-            }
-            lines.append(cells.joined(separator: "  "))
-        }
+        lines += alignedTable(rows)
         lines.append("")
         lines.append("cmds/unseal: steady state on one connection. 1st: the first unseal on a new connection (adds the SRK/NV handle lookups;")
         lines.append("the passcode counter is taken from its record, as the vault does). \"1st release\" rows: the first release's blob")
@@ -110,8 +101,4 @@ struct BenchReport: Codable {
     }
 
     private func verdict(_ met: Bool?) -> String { met == true ? "met" : "MISSED" }
-
-    private func format(_ value: Double, _ decimals: Int = 2) -> String {
-        String(format: "%.\(decimals)f", value)
-    }
 }

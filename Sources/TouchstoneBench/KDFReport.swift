@@ -4,27 +4,7 @@ import Foundation
 /// with `--json`.
 struct KDFReport: Codable {
     /// Wall-time summary of one derivation (or one unseal), in milliseconds.
-    struct Stats: Codable {
-        var samples: Int
-        var median: Double
-        /// 95th percentile, nearest rank.
-        var p95: Double
-        var mean: Double
-        var min: Double
-        var max: Double
-
-        init(nanoseconds: [UInt64]) {
-            let ms = nanoseconds.map { Double($0) / 1_000_000 }.sorted()
-            let n = ms.count
-            samples = n
-            guard n > 0 else { median = 0; p95 = 0; mean = 0; min = 0; max = 0; return }
-            median = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2
-            p95 = ms[Swift.max(Int((0.95 * Double(n)).rounded(.up)), 1) - 1]
-            mean = ms.reduce(0, +) / Double(n)
-            min = ms[0]
-            max = ms[n - 1]
-        }
-    }
+    typealias Stats = LatencyStats
 
     struct Row: Codable {
         var name: String
@@ -50,15 +30,13 @@ struct KDFReport: Codable {
     var tpmCommandsPerUnseal: Double
 
     func json() throws -> String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: try encoder.encode(self), as: UTF8.self)
+        try prettyJSON(self)
     }
 
     func table() -> String {
         var lines: [String] = []
         lines.append("Passcode KDF: the shipped salted BLAKE2b-256 vs libsodium \(sodiumVersion) Argon2id13 (crypto_pwhash), beside a TPM passcode unseal (private swtpm \(machine.swtpmVersion))")
-        lines.append("machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(format(machine.memoryGiB, 1)) GiB, \(machine.operatingSystem), load average \(format(machine.loadAverage))")
+        lines.append(machine.reportLine)
         lines.append("\(rounds) timed rounds (after \(warmup) warm-up), each: \(batch) shipped derivations, one Argon2id derivation per level, \(tpmBatch) TPM passcode unseals; order rotating")
         lines.append("")
         let header = ["derivation", "opslimit", "memlimit", "samples", "median", "p95", "max", "added peak", "median / TPM unseal"]
@@ -70,14 +48,7 @@ struct KDFReport: Codable {
         }
         rows.append(["TPM passcode unseal (scheme 2)", "-", "-", "\(tpmUnseal.samples)", duration(tpmUnseal.median),
                      duration(tpmUnseal.p95), duration(tpmUnseal.max), "-", "1x"])
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for row in rows {
-            let cells = row.indices.map { column in
-                column == 0 ? row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                            : String(repeating: " ", count: widths[column] - row[column].count) + row[column]
-            }
-            lines.append(cells.joined(separator: "  "))
-        }
+        lines += alignedTable(rows)
         lines.append("")
         lines.append("wall time per derivation (CLOCK_MONOTONIC); p95 nearest rank. Every derivation was compared with its first result.")
         lines.append("added peak: VmHWM after minus VmRSS before one derivation (BLAKE2b: one round's batch), the high-water mark reset first; the largest over the rounds.")
@@ -99,9 +70,5 @@ struct KDFReport: Codable {
 
     private func bytes(_ count: Int) -> String {
         count >= 1 << 20 ? "\(count >> 20) MiB" : "\(count >> 10) KiB"
-    }
-
-    private func format(_ value: Double, _ decimals: Int = 2) -> String {
-        String(format: "%.\(decimals)f", value)
     }
 }

@@ -2,8 +2,9 @@
 struct LatencyStats: Codable {
     var samples: Int
     var median: Double
-    /// 90th percentile, nearest rank.
+    /// 90th and 95th percentiles, nearest rank.
     var p90: Double
+    var p95: Double
     var mean: Double
     var min: Double
     var max: Double
@@ -14,8 +15,10 @@ struct LatencyStats: Codable {
         let n = ms.count
         samples = n
         median = n % 2 == 1 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2
-        let rank = Int((0.9 * Double(n)).rounded(.up))  // nearest-rank: ceil(0.9 n), 1-based
-        p90 = ms[Swift.max(rank, 1) - 1]
+        // nearest rank: the ceil(q n)-th smallest, 1-based
+        func percentile(_ q: Double) -> Double { ms[Swift.max(Int((q * Double(n)).rounded(.up)), 1) - 1] }
+        p90 = percentile(0.9)
+        p95 = percentile(0.95)
         mean = ms.reduce(0, +) / Double(n)
         min = ms[0]
         max = ms[n - 1]

@@ -72,15 +72,13 @@ struct VaultBenchReport: Codable {
             var report: VaultBenchReport
             var targets: [TargetCheck]
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        return String(decoding: try encoder.encode(Document(report: self, targets: targetChecks)), as: UTF8.self)
+        return try prettyJSON(Document(report: self, targets: targetChecks))
     }
 
     func table() -> String {
         var lines: [String] = []
         lines.append("Vault (SQLite + libsodium, TPM on a private swtpm \(machine.swtpmVersion)) vs plain SQLite \(sqliteVersion), same rows")
-        lines.append("machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(format(machine.memoryGiB, 1)) GiB, \(machine.operatingSystem), load average \(format(machine.loadAverage))")
+        lines.append(machine.reportLine)
         if let c = cases.first {
             lines.append("rows: lookup \(format(c.lookupBytes, 0)) B, metadata \(format(c.metadataBytes, 0)) B, secret \(format(c.secretBytes, 0)) B"
                          + " (the vault's stored blobs, inserted byte for byte into the plain table); each vault row also holds its keys record (keys column: the ways in, and wrapped item keys where there are any) of \(format(c.wrapBytes, 0)) B")
@@ -103,14 +101,9 @@ struct VaultBenchReport: Codable {
                 ])
             }
         }
-        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        for (n, row) in rows.enumerated() {
-            let cells = row.indices.map { column in
-                column <= 2 ? row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
-                            : String(repeating: " ", count: widths[column] - row[column].count) + row[column]
-            }
-            lines.append(cells.joined(separator: "  "))
-            if n > 0, n % 3 == 0, n < rows.count - 1 { lines.append("") }
+        for (n, line) in alignedTable(rows, leftAligned: 3).enumerated() {
+            lines.append(line)
+            if n > 0, n % 3 == 0, n < rows.count - 1 { lines.append("") }  // a blank line after each case's three rows
         }
         lines.append("")
         lines.append("ops/s: operations / their summed wall-clock times (checking each result is done outside the timing); median: per operation.")
@@ -132,9 +125,5 @@ struct VaultBenchReport: Codable {
     private func micro(_ figures: ThroughputFigures) -> String {
         guard let median = figures.medianMicroseconds else { return "-" }
         return median >= 1000 ? format(median / 1000, 2) + " ms" : format(median, 1) + " us"
-    }
-
-    private func format(_ value: Double, _ decimals: Int = 2) -> String {
-        String(format: "%.\(decimals)f", value)
     }
 }
