@@ -27,6 +27,7 @@ let package = Package(
         // Test doubles for apps' own tests: no hardware needed.
         .library(name: "TouchstoneTestSupport", targets: ["TouchstoneTestSupport"]),
         .executable(name: "touchstone", targets: ["TouchstoneCLI"]),
+        .executable(name: "touchstoned", targets: ["TouchstoneDaemon"]),
     ],
     targets: [
         // MARK: C libraries (Debian packages)
@@ -71,6 +72,9 @@ let package = Package(
         .target(name: "TouchstoneCommandLine", dependencies: ["TouchstoneModel"], path: "Sources/TouchstoneCommandLine",
                 swiftSettings: testSupport),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine"],
+                          linkerSettings: exportSharedCryptoContext),
+        // The daemon engine's server: the public API's package side (DaemonServer).
+        .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),
         // The benchmark, not a product: `swift run -c release TouchstoneBench`.
         .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "CSQLite"],

@@ -1,7 +1,7 @@
 /// LAError's cases, for Linux, and what else can stop an authentication.
 /// Cancels and the fallback are outcomes, not failures: they carry no
 /// message.
-public enum AuthenticationError: Error, Sendable, Hashable {
+public enum AuthenticationError: Error, Sendable, Hashable, Codable {
     /// `invalidate()` was called while this authentication was in flight.
     case appCancel
     /// The finger did not match, or the passcode was wrong.
@@ -46,6 +46,8 @@ public enum AuthenticationError: Error, Sendable, Hashable {
     /// Stored data that the authentication needs is damaged or was
     /// tampered with, and which.
     case corrupted(String)
+    /// The daemon engine's `touchstoned` could not answer.
+    case daemon(DaemonFailure)
 
     /// What to tell the user, or nil for a cancel or the fallback (a
     /// decision, not a failure).
@@ -68,6 +70,7 @@ public enum AuthenticationError: Error, Sendable, Hashable {
         case .tpm(let failure): "The TPM could not be used: \(failure)."
         case .storage(let failure): "Touchstone's state could not be used: \(failure.message)."
         case .corrupted(let what): "Stored data is corrupted or was tampered with: \(what)."
+        case .daemon(let failure): "\(failure)."
         }
     }
 }

@@ -1,11 +1,11 @@
 /// The kind of biometry available.
-public enum BiometryType: String, Sendable, Hashable {
+public enum BiometryType: String, Sendable, Hashable, Codable {
     case none
     case fingerprint
 }
 
 /// The policies of LocalAuthentication.
-public enum AuthenticationPolicy: Sendable, Hashable {
+public enum AuthenticationPolicy: Sendable, Hashable, Codable {
     /// A finger only.
     case deviceOwnerAuthenticationWithBiometrics
     /// A finger, or the passcode.
@@ -13,7 +13,7 @@ public enum AuthenticationPolicy: Sendable, Hashable {
 }
 
 /// What can be evaluated right now, found without prompting.
-public enum Availability: Sendable, Hashable {
+public enum Availability: Sendable, Hashable, Codable {
     case available(BiometryType)
     /// A reader exists, but no finger is enrolled.
     case notEnrolled(BiometryType)

@@ -12,13 +12,32 @@ public struct Configuration: Sendable, Hashable {
     public var reader: ReaderSelection
     /// The user the prints belong to.
     public var user: String
+    /// Which engine does the work: this process, or `touchstoned`.
+    public var engine: EngineSelection
 
     public init(home: URL = Configuration.defaultHome(), tpm: TPMSelection = .default,
-                reader: ReaderSelection = .automatic, user: String = ProcessInfo.processInfo.userName) {
+                reader: ReaderSelection = .automatic, user: String = ProcessInfo.processInfo.userName,
+                engine: EngineSelection = .automatic) {
         self.home = home
         self.tpm = tpm
         self.reader = reader
         self.user = user
+        self.engine = engine
+    }
+
+    /// The socket of the system's `touchstoned`.
+    public static let systemDaemonSocket = "/run/touchstone/socket"
+
+    /// `engine` resolved now: `.automatic` is the daemon when its socket
+    /// exists (the simulator's daemon, `sim/daemon.sock`, for the
+    /// simulator's TPM and reader; the system's otherwise), this process
+    /// otherwise.
+    public var resolvedEngine: EngineSelection {
+        guard case .automatic = engine else { return engine }
+        let socket = tpm == .simulator && reader == .simulator ? simulator.daemonSocket : Self.systemDaemonSocket
+        var info = stat()
+        if stat(socket, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { return .daemon(socket: socket) }
+        return .embedded
     }
 
     /// The simulator's TPM and reader (`Simulator(home:)`), state in `home`.
@@ -37,4 +56,23 @@ public struct Configuration: Sendable, Hashable {
 
     /// The simulator of this state folder.
     public var simulator: Simulator { Simulator(home: home) }
+}
+
+/// Where the work of a `TouchstoneDevice` is done.
+public enum EngineSelection: Sendable, Hashable, CustomStringConvertible {
+    /// The daemon when its socket exists, this process otherwise
+    /// (`Configuration.resolvedEngine`).
+    case automatic
+    /// This process opens the vault, the TPM and the reader.
+    case embedded
+    /// `touchstoned`, listening on this Unix socket.
+    case daemon(socket: String)
+
+    public var description: String {
+        switch self {
+        case .automatic: "automatic"
+        case .embedded: "embedded"
+        case .daemon(let socket): "daemon at \(socket)"
+        }
+    }
 }

@@ -1,5 +1,5 @@
 /// Why setting up the device failed: opening it, the passcode, enrolment.
-public enum DeviceError: Error, Sendable, Hashable {
+public enum DeviceError: Error, Sendable, Hashable, Codable {
     /// The authentication the operation needs failed: a wrong passcode
     /// (`authenticationFailed`), no passcode set, the reader, a cancel.
     case authentication(AuthenticationError)
@@ -20,6 +20,8 @@ public enum DeviceError: Error, Sendable, Hashable {
     /// The simulator the configuration names cannot be used (its state
     /// folder too deep for its sockets, a folder that cannot be made).
     case simulator(SimulatorError)
+    /// The daemon engine's `touchstoned` could not answer.
+    case daemon(DaemonFailure)
 
     /// What to tell the user, or nil for a cancel.
     public var message: String? {
@@ -33,6 +35,7 @@ public enum DeviceError: Error, Sendable, Hashable {
         case .storage(let failure): "Touchstone's state could not be used: \(failure.message)."
         case .corrupted(let what): "Stored data is corrupted or was tampered with: \(what)."
         case .simulator(let error): "The simulator can't be used: \(error)."
+        case .daemon(let failure): "\(failure)."
         }
     }
 }

@@ -21,6 +21,7 @@ extension AuthenticationError: CustomStringConvertible {
         case .tpm(let failure): failure.description
         case .storage(let failure): failure.description
         case .corrupted(let what): "stored data corrupted or tampered with: \(what)"
+        case .daemon(let failure): failure.description
         }
     }
 }
@@ -39,6 +40,7 @@ extension KeychainError: CustomStringConvertible {
         case .authentication(let error): error.description
         case .tpm(let failure): failure.description
         case .storage(let failure): failure.description
+        case .daemon(let failure): failure.description
         }
     }
 }
@@ -55,6 +57,7 @@ extension DeviceError: CustomStringConvertible {
         case .storage(let failure): failure.description
         case .corrupted(let what): AuthenticationError.corrupted(what).description
         case .simulator(let error): error.description
+        case .daemon(let failure): failure.description
         }
     }
 }

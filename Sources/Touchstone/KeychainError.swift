@@ -1,5 +1,5 @@
 /// SecItem's errors, for Linux.
-public enum KeychainError: Error, Sendable, Hashable {
+public enum KeychainError: Error, Sendable, Hashable, Codable {
     /// An item with this service and account exists (errSecDuplicateItem).
     case duplicateItem
     /// No such item (errSecItemNotFound).
@@ -25,6 +25,8 @@ public enum KeychainError: Error, Sendable, Hashable {
     case tpm(TPMFailure)
     /// The state folder or the vault could not be used.
     case storage(StorageFailure)
+    /// The daemon engine's `touchstoned` could not answer.
+    case daemon(DaemonFailure)
 
     /// What to tell the user, or nil for a cancel.
     public var message: String? {
@@ -40,6 +42,7 @@ public enum KeychainError: Error, Sendable, Hashable {
         case .authentication(let error): error.message
         case .tpm(let failure): "The TPM could not be used: \(failure)."
         case .storage(let failure): "Touchstone's state could not be used: \(failure.message)."
+        case .daemon(let failure): "\(failure)."
         }
     }
 }

@@ -2,7 +2,7 @@
 /// part the contract names is always present in its JSON (null when it
 /// cannot be known, for example the item count when the TPM is unreachable).
 public struct Status: Sendable, Hashable, Encodable {
-    public struct Reader: Sendable, Hashable, Encodable {
+    public struct Reader: Sendable, Hashable, Codable {
         public var available: Bool
         /// `auto`, `sim`, or the id asked for.
         public var selection: String
@@ -21,7 +21,7 @@ public struct Status: Sendable, Hashable, Encodable {
         }
     }
 
-    public struct TPM: Sendable, Hashable, Encodable {
+    public struct TPM: Sendable, Hashable, Codable {
         public var available: Bool
         public var tcti: String
         /// Its dictionary-attack state, when it could be read.
@@ -44,7 +44,7 @@ public struct Status: Sendable, Hashable, Encodable {
 
     /// Whether the vault opened (its database and the enrolment store);
     /// `reason` says why not (a damaged database is not a TPM problem).
-    public struct Vault: Sendable, Hashable, Encodable {
+    public struct Vault: Sendable, Hashable, Codable {
         public var available: Bool
         public var reason: String?
 

@@ -14,7 +14,10 @@ public final class TouchstoneDevice: Sendable {
     /// Opens the vault (creating the state on first use) with its TPM. The
     /// reader is opened only when a touch is needed.
     public convenience init(configuration: Configuration = Configuration()) async throws(DeviceError) {
-        self.init(engine: try await InProcessEngine.open(configuration))
+        switch configuration.resolvedEngine {
+        case .daemon(let socket): self.init(engine: try DaemonEngine.open(configuration, socket: socket))
+        case .automatic, .embedded: self.init(engine: try await InProcessEngine.open(configuration))
+        }
     }
 
     package init(engine: any Engine) { self.engine = engine }
@@ -29,6 +32,10 @@ public final class TouchstoneDevice: Sendable {
     /// the engine waits for it.
     public static func withDevice<R>(_ configuration: Configuration = Configuration(),
                                      _ body: (TouchstoneDevice) async throws -> R) async throws -> R {
+        if case .daemon(let socket) = configuration.resolvedEngine {
+            let device = TouchstoneDevice(engine: try DaemonEngine.open(configuration, socket: socket))
+            return try await body(device)
+        }
         let thread = InProcessEngine.makeThread()
         return try await withTaskExecutorPreference(thread) {
             let device = TouchstoneDevice(engine: try await InProcessEngine.open(configuration, on: thread))
@@ -64,7 +71,14 @@ public final class TouchstoneDevice: Sendable {
     /// part even when it cannot be opened (the TPM unreachable, the vault
     /// damaged): `Status.problem` then says why.
     public static func status(of configuration: Configuration) async -> Status {
-        await InProcessEngine.status(of: configuration)
+        if case .daemon(let socket) = configuration.resolvedEngine {
+            do {
+                return try await DaemonEngine.open(configuration, socket: socket).status()
+            } catch {
+                return DaemonEngine.unreachableStatus(configuration, error)
+            }
+        }
+        return await InProcessEngine.status(of: configuration)
     }
 
     // MARK: - Passcode

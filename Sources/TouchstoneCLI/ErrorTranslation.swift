@@ -38,6 +38,7 @@ struct ErrorTranslation {
         case .authentication(let error): authentication(error)
         case .tpm(let failure): tpm(failure)
         case .storage(let failure): storage(failure)
+        case .daemon(let failure): daemon(failure)
         }
     }
 
@@ -61,6 +62,7 @@ struct ErrorTranslation {
         case .tpm(let failure): tpm(failure)
         case .storage(let failure): storage(failure)
         case .corrupted: CLIFailure(.corrupted, error.description)
+        case .daemon(let failure): daemon(failure)
         }
     }
 
@@ -76,6 +78,22 @@ struct ErrorTranslation {
         case .storage(let failure): storage(failure)
         case .corrupted: CLIFailure(.corrupted, error.description)
         case .simulator(let error): simulator(error)
+        case .daemon(let failure): daemon(failure)
+        }
+    }
+
+    /// Exit 11 when the daemon cannot be reached or went away; the hint
+    /// names its socket.
+    func daemon(_ failure: DaemonFailure) -> CLIFailure {
+        switch failure.kind {
+        case .unreachable:
+            CLIFailure(.tpmFailed, failure.description,
+                       hint: simulatedTPM ? "start it with 'touchstone sim start --daemon', or use --embedded"
+                                          : "is touchstoned running and listening on \(failure.socket)? Or use --embedded")
+        case .lost:
+            CLIFailure(.tpmFailed, failure.description,
+                       hint: "touchstoned (\(failure.socket)) stopped mid-request; run the command again once it is back")
+        case .refused: CLIFailure(.failure, failure.description)
         }
     }
 

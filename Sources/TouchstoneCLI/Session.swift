@@ -16,7 +16,13 @@ final class Session {
         interaction = TerminalInteraction(passcodeDescriptor: options.passcodeFD)
         translation = ErrorTranslation(simulatedReader: options.reader == .simulator,
                                        simulatedTPM: options.tpm == .simulator)
-        configuration = Configuration(home: URL(fileURLWithPath: options.home), tpm: options.tpm, reader: options.reader)
+        let engine: EngineSelection = switch options.engine {
+        case .automatic: .automatic
+        case .embedded: .embedded
+        case .daemon(let socket): .daemon(socket: socket)
+        }
+        configuration = Configuration(home: URL(fileURLWithPath: options.home), tpm: options.tpm, reader: options.reader,
+                                      engine: engine)
     }
 
     /// The simulator of the state folder.

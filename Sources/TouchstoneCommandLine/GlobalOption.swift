@@ -1,7 +1,7 @@
 /// The options every command accepts, before or after the command: the
 /// table the parser, `RawGlobalOptions` and the help all read.
 enum GlobalOption: CaseIterable, Sendable {
-    case home, tpm, reader, sim, timeout, passcodeFD, json, version, help
+    case home, tpm, reader, sim, daemon, embedded, timeout, passcodeFD, json, version, help
 
     /// The option's spellings, value and help.
     var description: OptionDescription {
@@ -21,6 +21,13 @@ enum GlobalOption: CaseIterable, Sendable {
         case .sim:
             OptionDescription(names: ["--sim"], help: "Use the simulator: the same as --tpm sim --reader sim.",
                               environment: "TOUCHSTONE_SIM=1")
+        case .daemon:
+            OptionDescription(names: ["--daemon"], valueName: "path",
+                              help: "Talk to the touchstoned listening on the Unix socket <path>.",
+                              defaultValue: "/run/touchstone/socket when it exists (with --sim: the simulator's daemon, if started)",
+                              environment: "TOUCHSTONE_DAEMON")
+        case .embedded:
+            OptionDescription(names: ["--embedded"], help: "Open the vault in this process, even where a daemon's socket exists.")
         case .timeout:
             OptionDescription(names: ["--timeout"], valueName: "seconds",
                               help: "How long to wait for a touch: more than 0, at most 3600.",

@@ -17,6 +17,16 @@ public struct GlobalOptions: Sendable, Hashable {
     public var passcodeFD: Int32?
     /// Machine-readable output on stdout (`--json`).
     public var json: Bool
+    /// Which engine (`--daemon`, `TOUCHSTONE_DAEMON`, `--embedded`; default
+    /// automatic: the daemon when its socket exists).
+    public var engine: EngineChoice = .automatic
+
+    /// What `--daemon` and `--embedded` chose.
+    public enum EngineChoice: Sendable, Hashable {
+        case automatic
+        case embedded
+        case daemon(socket: String)
+    }
 
     /// The timeout used when nothing says otherwise.
     public static let defaultTimeout = Duration.seconds(30)

@@ -8,6 +8,8 @@ struct RawGlobalOptions: Sendable {
     var reader: String?
     var timeout: String?
     var passcodeFD: String?
+    var daemon: String?
+    var embedded = false
     var json = false
 
     /// Records one occurrence. `--help` and `--version` are the scanner's
@@ -20,6 +22,8 @@ struct RawGlobalOptions: Sendable {
         case .sim:
             tpm = "sim"
             reader = "sim"
+        case .daemon: daemon = value
+        case .embedded: embedded = true
         case .timeout: timeout = value
         case .passcodeFD: passcodeFD = value
         case .json: json = true
@@ -67,6 +71,14 @@ struct RawGlobalOptions: Sendable {
         if let passcodeFD {
             options.passcodeFD = Int32(try NumberRules.whole(passcodeFD, "--passcode-fd", in: 0...Int(Int32.max)))
         }
+        if embedded {
+            guard daemon == nil else { throw UsageError("--embedded and --daemon exclude each other") }
+            options.engine = .embedded
+        } else if let daemon {
+            options.engine = .daemon(socket: try Self.socket(daemon, "--daemon"))
+        } else if let daemon = variable("TOUCHSTONE_DAEMON") {
+            options.engine = .daemon(socket: try Self.socket(daemon, "TOUCHSTONE_DAEMON"))
+        }
         options.json = json
         return options
     }
@@ -95,6 +107,14 @@ struct RawGlobalOptions: Sendable {
     /// `base/component`, without doubling a trailing slash.
     private static func join(_ base: String, _ component: String) -> String {
         base.hasSuffix("/") ? base + component : base + "/" + component
+    }
+
+    /// A daemon's socket path: absolute, and short enough for a Unix
+    /// socket address (107 bytes).
+    private static func socket(_ value: String, _ what: String) throws(UsageError) -> String {
+        let path = try TextRules.checked(value, what, maximumBytes: 107)
+        guard path.hasPrefix("/") else { throw UsageError("\(what) needs an absolute socket path, not \(Quote.value(path))") }
+        return path
     }
 
     /// A `--tpm` value: `sim`, or a TCTI string checked as text.

@@ -31,8 +31,8 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
 }
 
 /// An item as listed: its attributes and whether it can still be opened.
-public struct ListedItem: Sendable, Hashable {
-    public enum State: String, Sendable, Hashable {
+public struct ListedItem: Sendable, Hashable, Codable {
+    public enum State: String, Sendable, Hashable, Codable {
         case ok
         /// Every way in is closed (biometry-current-set after an enrolment
         /// change, or a passcode- or biometry-protected item after the

@@ -1,6 +1,6 @@
 /// Why the fingerprint reader cannot be used, or what it refused.
-public struct ReaderFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
+public struct ReaderFailure: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable, Codable {
         /// No reader is attached, or none has the id asked for.
         case notFound
         /// Another program holds it: fprintd, or for the simulated reader

@@ -1,6 +1,6 @@
 /// Why a touch was not good enough; the reader keeps waiting for another.
 /// The texts follow fprintd's.
-public enum RetryHint: Sendable, Hashable, CustomStringConvertible {
+public enum RetryHint: Sendable, Hashable, Codable, CustomStringConvertible {
     /// Poor scan quality (FP_DEVICE_RETRY_GENERAL).
     case tryAgain
     /// The swipe was too short (FP_DEVICE_RETRY_TOO_SHORT).

@@ -1,7 +1,7 @@
 /// Why the state folder, the vault database or the enrolment store could
 /// not be used (damage has an error of its own: `corrupted`).
-public struct StorageFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
+public struct StorageFailure: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable, Codable {
         /// The state folder: missing permissions, not private, not a folder.
         case stateFolder
         /// A change was refused: the vault is on a read-only file system.

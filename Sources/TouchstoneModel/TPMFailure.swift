@@ -1,8 +1,8 @@
 /// Why the TPM could not do what was asked, beyond the outcomes that have
 /// errors of their own (a wrong passcode, the dictionary-attack lockout,
 /// an invalidated item).
-public struct TPMFailure: Error, Sendable, Hashable, CustomStringConvertible {
-    public enum Kind: Sendable, Hashable {
+public struct TPMFailure: Error, Sendable, Hashable, Codable, CustomStringConvertible {
+    public enum Kind: Sendable, Hashable, Codable {
         /// No TPM at the configured TCTI: no device node, the simulator not
         /// running, or the connection was lost.
         case unreachable

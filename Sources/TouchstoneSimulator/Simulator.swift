@@ -32,6 +32,8 @@ public struct Simulator: Sendable, Hashable {
     /// The virtual reader's socket (it listens while a process has the
     /// reader open).
     public var readerSocket: String { layout.readerSocket }
+    /// The socket of the simulator's daemon (`sim start --daemon`).
+    public var daemonSocket: String { layout.daemonSocket }
 
     /// Whether its swtpm runs, and where everything is.
     public var status: SimulatorStatus {

@@ -1,7 +1,7 @@
 import TouchstoneModel
 
 /// Why the simulator could not do what was asked.
-public enum SimulatorError: Error, Sendable, Hashable, CustomStringConvertible {
+public enum SimulatorError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
     /// A program it needs is missing (`swtpm`, `swtpm_ioctl`).
     case notInstalled(String)
     /// The state folder is so deep that a socket path would not fit:

@@ -13,6 +13,8 @@ package struct SimulatorLayout: Sendable, Hashable {
     package var directory: String { home + "/sim" }
     package var swtpm: Swtpm { Swtpm(directory: directory + "/tpm") }
     package var readerSocket: String { directory + "/reader" }
+    /// Where `sim start --daemon`'s touchstoned listens.
+    package var daemonSocket: String { directory + "/daemon.sock" }
 
     package init(home: String) {
         self.home = home.count > 1 && home.hasSuffix("/") ? String(home.dropLast()) : home

@@ -1,0 +1,298 @@
+import Foundation
+import Synchronization
+import TouchstoneSecure
+
+/// The engine that asks `touchstoned`: every call is one request on the
+/// daemon's socket, answered by the daemon's own in-process engine for this
+/// process's uid. Passcodes are read here (the interaction) and sent only
+/// over the socket; touches happen at the daemon's reader. Grants are the
+/// daemon's, held for this connection.
+package actor DaemonEngine: Engine {
+    package nonisolated let configuration: Configuration
+    package nonisolated var taskExecutor: (any TaskExecutor)? { nil }
+    let socketPath: String
+    private let connection: DaemonConnection
+    /// One call at a time on the connection: callers wait their turn.
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    private init(configuration: Configuration, socketPath: String, connection: DaemonConnection) {
+        self.configuration = configuration
+        self.socketPath = socketPath
+        self.connection = connection
+    }
+
+    /// Connects to the daemon at `socket`.
+    package static func open(_ configuration: Configuration, socket: String) throws(DeviceError) -> DaemonEngine {
+        do {
+            let connection = DaemonConnection(socket: try FrameSocket.connect(to: socket))
+            return DaemonEngine(configuration: configuration, socketPath: socket, connection: connection)
+        } catch {
+            throw .daemon(DaemonFailure(.unreachable, socket: socket, reason: error.description))
+        }
+    }
+
+    deinit { connection.close() }
+
+    package func close() async {}
+
+    // MARK: - The exchange
+
+    /// Sends `call` and waits for its response, answering the daemon's
+    /// prompts through `interaction` meanwhile.
+    private func exchange(_ call: DaemonCall, secrets: [SecureBytes] = [],
+                          interaction: (any AuthenticationInteraction)? = nil) async throws(DaemonFailure) -> (DaemonOutcome, [SecureBytes]) {
+        await take()
+        defer { give() }
+        do {
+            let request = DaemonRequest(call: call, program: ProcessInfo.processInfo.processName)
+            try connection.socket.send(try DaemonWire.Frame(.request, request, secrets: secrets))
+            return try await connection.await(interaction: interaction)
+        } catch let failure as DaemonFailure {
+            throw failure.at(socketPath)
+        } catch let error as DaemonWireError {
+            throw DaemonFailure(error == .closed ? .lost : .refused, socket: socketPath, reason: error.description)
+        } catch {
+            throw DaemonFailure(.lost, socket: socketPath, reason: "\(error)")
+        }
+    }
+
+    private func take() async {
+        if !busy {
+            busy = true
+            return
+        }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    private func give() {
+        if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+    }
+
+    /// The outcome's result, or its error as `E`.
+    private func result<E: Error>(_ call: DaemonCall, secrets: [SecureBytes] = [],
+                                  interaction: (any AuthenticationInteraction)? = nil,
+                                  _ failure: (DaemonFailure) -> E,
+                                  _ error: (DaemonOutcome) -> E?) async throws(E) -> (DaemonResult, [SecureBytes]) {
+        let outcome: DaemonOutcome
+        let returned: [SecureBytes]
+        do {
+            (outcome, returned) = try await exchange(call, secrets: secrets, interaction: interaction)
+        } catch let daemonFailure {
+            throw failure(daemonFailure)
+        }
+        switch outcome {
+        case .success(let result): return (result, returned)
+        case .refused(let why): throw failure(DaemonFailure(.refused, socket: socketPath, reason: why))
+        default:
+            throw error(outcome) ?? failure(DaemonFailure(.refused, socket: socketPath, reason: "an answer of another kind than the call's"))
+        }
+    }
+
+    private func device(_ call: DaemonCall, secrets: [SecureBytes] = [],
+                        interaction: (any AuthenticationInteraction)? = nil) async throws(DeviceError) -> DaemonResult {
+        try await result(call, secrets: secrets, interaction: interaction, { DeviceError.daemon($0) }) { outcome in
+            switch outcome {
+            case .device(let e): e
+            case .authentication(let e): .authentication(e)
+            default: nil
+            }
+        }.0
+    }
+
+    private func keychain(_ call: DaemonCall, secrets: [SecureBytes] = []) async throws(KeychainError) -> (DaemonResult, [SecureBytes]) {
+        try await result(call, secrets: secrets, { KeychainError.daemon($0) }) { outcome in
+            switch outcome {
+            case .keychain(let e): e
+            case .authentication(let e): .authentication(e)
+            default: nil
+            }
+        }
+    }
+
+    private func authentication(_ call: DaemonCall, interaction: (any AuthenticationInteraction)? = nil) async throws(AuthenticationError) -> DaemonResult {
+        try await result(call, interaction: interaction, { AuthenticationError.daemon($0) }) { outcome in
+            if case .authentication(let e) = outcome { return e }
+            return nil
+        }.0
+    }
+
+    private func unexpected(_ result: DaemonResult) -> DaemonFailure {
+        DaemonFailure(.refused, socket: socketPath, reason: "an answer of another kind than the call's")
+    }
+
+    // MARK: - Device
+
+    package func status() async -> Status {
+        do {
+            if case .status(let status) = try await device(.status) { return status.status }
+            throw DeviceError.daemon(unexpected(.none))
+        } catch {
+            return Self.unreachableStatus(configuration, error as? DeviceError ?? .daemon(unexpected(.none)))
+        }
+    }
+
+    /// What `status` says when the daemon does not answer: every part
+    /// unavailable, the problem the daemon's.
+    static func unreachableStatus(_ configuration: Configuration, _ error: DeviceError) -> Status {
+        let why = error.message ?? "\(error)"
+        return Status(home: configuration.home.path,
+                      reader: .init(available: false, selection: "\(configuration.reader)", reason: why),
+                      tpm: .init(available: false, tcti: "\(configuration.tpm)", reason: why),
+                      vault: .init(available: false, reason: why), fingers: [], problem: error)
+    }
+
+    package func passcodeIsSet() async throws(DeviceError) -> Bool {
+        guard case .bool(let set) = try await device(.passcodeIsSet) else { throw .daemon(unexpected(.none)) }
+        return set
+    }
+
+    package func setPasscode(_ passcode: SecureBytes) async throws(DeviceError) {
+        _ = try await device(.setPasscode, secrets: [passcode])
+    }
+
+    package func changePasscode(from old: SecureBytes, to new: SecureBytes) async throws(DeviceError) {
+        _ = try await device(.changePasscode, secrets: [old, new])
+    }
+
+    package func removePasscode(_ passcode: SecureBytes) async throws(DeviceError) -> Int {
+        guard case .count(let n) = try await device(.removePasscode, secrets: [passcode]) else { throw .daemon(unexpected(.none)) }
+        return n
+    }
+
+    package func enrolledFingers() async throws(DeviceError) -> [Finger] {
+        guard case .fingers(let fingers) = try await device(.enrolledFingers) else { throw .daemon(unexpected(.none)) }
+        return fingers
+    }
+
+    package func enroll(_ finger: Finger, passcode: SecureBytes, timeout: Duration,
+                        events: @escaping @Sendable (ScanEvent) -> Void) async throws(DeviceError) {
+        _ = try await device(.enroll(finger: finger, timeoutMilliseconds: Self.milliseconds(timeout)), secrets: [passcode],
+                             interaction: EventRelay(events))
+    }
+
+    package func unenroll(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {
+        _ = try await device(.unenroll(finger: finger), secrets: [passcode])
+    }
+
+    // MARK: - Authentication
+
+    package func availability(_ policy: AuthenticationPolicy) async -> Availability {
+        do {
+            if case .availability(let availability) = try await authentication(.availability(policy)) { return availability }
+            return .unavailable(reason: unexpected(.none).description)
+        } catch {
+            return .unavailable(reason: error.message ?? "\(error)")
+        }
+    }
+
+    package func domainState() async throws(AuthenticationError) -> Data? {
+        guard case .domainState(let state) = try await authentication(.domainState) else { throw .daemon(unexpected(.none)) }
+        return state
+    }
+
+    package func authenticate(_ access: AccessControl, reason: String,
+                              settings: ContextSettings) async throws(AuthenticationError) -> any EngineGrant {
+        let call = DaemonCall.authenticate(access: access, reason: reason, interactive: settings.interaction != nil,
+                                           interactionNotAllowed: settings.interactionNotAllowed,
+                                           touchTimeoutMilliseconds: Self.milliseconds(settings.touchTimeout))
+        guard case .grant(let id, let passcode, let biometricMatch) = try await authentication(call, interaction: settings.interaction) else {
+            throw .daemon(unexpected(.none))
+        }
+        return DaemonGrant(id: id, passcode: passcode, biometricMatch: biometricMatch, engine: ObjectIdentifier(self))
+    }
+
+    package func grant(for access: AccessControl, reason: String,
+                       from authenticator: any BiometricAuthenticating) async throws(AuthenticationError) -> any EngineGrant {
+        // The daemon trusts only its own matches and passcode checks.
+        throw .invalidContext
+    }
+
+    // MARK: - Items
+
+    package func add(_ secret: SecureBytes, attributes: ItemAttributes) async throws(KeychainError) {
+        _ = try await keychain(.add(attributes: attributes), secrets: [secret])
+    }
+
+    package func openAccess(service: String, account: String) async throws(KeychainError) -> AccessControl {
+        guard case .access(let access) = try await keychain(.openAccess(service: service, account: account)).0 else {
+            throw .daemon(unexpected(.none))
+        }
+        return access
+    }
+
+    package func secret(service: String, account: String, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+        let (result, secrets) = try await keychain(.secret(service: service, account: account, grant: try grantID(grant)))
+        guard case .secret = result, secrets.count == 1 else { throw .daemon(unexpected(result)) }
+        return secrets[0]
+    }
+
+    package func update(service: String, account: String, secret: SecureBytes?, label: String??, comment: String??,
+                        generic: Data??, grant: (any EngineGrant)?) async throws(KeychainError) {
+        let call = DaemonCall.update(service: service, account: account, newSecret: secret != nil,
+                                     label: label.map { FieldChange($0) }, comment: comment.map { FieldChange($0) },
+                                     generic: generic.map { FieldChange($0) }, grant: try grantID(grant))
+        _ = try await keychain(call, secrets: secret.map { [$0] } ?? [])
+    }
+
+    package func delete(service: String, account: String) async throws(KeychainError) {
+        _ = try await keychain(.delete(service: service, account: account))
+    }
+
+    package func items(service: String?) async throws(KeychainError) -> [ListedItem] {
+        guard case .items(let items) = try await keychain(.items(service: service)).0 else { throw .daemon(unexpected(.none)) }
+        return items
+    }
+
+    package func attributes(service: String, account: String) async throws(KeychainError) -> ItemAttributes {
+        guard case .attributes(let attributes) = try await keychain(.attributes(service: service, account: account)).0 else {
+            throw .daemon(unexpected(.none))
+        }
+        return attributes
+    }
+
+    /// A grant's id on this connection; a grant of another engine proves
+    /// nothing here.
+    private func grantID(_ grant: (any EngineGrant)?) throws(KeychainError) -> UInt64? {
+        guard let grant else { return nil }
+        guard let own = grant as? DaemonGrant, own.engine == ObjectIdentifier(self) else {
+            throw .authentication(.invalidContext)
+        }
+        return own.id
+    }
+
+    static func milliseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return Int(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}
+
+/// A grant the daemon holds for one connection: `id` names it there.
+struct DaemonGrant: EngineGrant {
+    let id: UInt64
+    let passcode: Bool
+    let biometricMatch: Bool
+    let engine: ObjectIdentifier
+
+    func satisfies(_ access: AccessControl) -> Bool {
+        access.alternatives.contains { alternative in
+            alternative.allSatisfy { flag in flag == .devicePasscode ? passcode : biometricMatch }
+        }
+    }
+}
+
+/// Enrolment's scan events, delivered as an interaction's.
+private struct EventRelay: AuthenticationInteraction {
+    let events: @Sendable (ScanEvent) -> Void
+    init(_ events: @escaping @Sendable (ScanEvent) -> Void) { self.events = events }
+    func waitForPasscodeRequest(reason: String, passcodeAllowed: Bool) async {
+        while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+    }
+    func scanEvent(_ event: ScanEvent) async { events(event) }
+    func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes { throw .notInteractive }
+}
+
+extension DaemonFailure {
+    /// The same failure, naming `socket`.
+    func at(_ socket: String) -> DaemonFailure { DaemonFailure(kind, socket: socket, reason: reason) }
+}

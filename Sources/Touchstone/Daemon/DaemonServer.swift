@@ -1,0 +1,144 @@
+import Foundation
+import Synchronization
+import TouchstoneSecure
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What `touchstoned` serves: one state folder per client uid under
+/// `home/users/`, each opened by an in-process engine of the daemon's own,
+/// with the daemon's TPM and reader. Clients are told apart by the kernel
+/// (SO_PEERCRED), never by what they say.
+package final class DaemonServer: Sendable {
+    package struct Settings: Sendable {
+        /// The daemon's state folder (0700, its own user's).
+        package var home: URL
+        package var tpm: TPMSelection
+        package var reader: ReaderSelection
+        /// How long a client may stay silent: an idle connection, the rest
+        /// of a frame, the answer to a passcode prompt.
+        package var timeout: Duration
+        /// Most connections at once, and per uid.
+        package var maximumConnections = 512
+        package var maximumConnectionsPerUser = 32
+
+        package init(home: URL, tpm: TPMSelection, reader: ReaderSelection, timeout: Duration) {
+            self.home = home
+            self.tpm = tpm
+            self.reader = reader
+            self.timeout = timeout
+        }
+    }
+
+    package let settings: Settings
+    let log: DaemonLog
+    let users: UserEngines
+    private let sessions = Mutex<[ObjectIdentifier: DaemonSession]>([:])
+    private let stopping = Atomic<Bool>(false)
+
+    package init(settings: Settings, log: @escaping @Sendable (String) -> Void) {
+        self.settings = settings
+        self.log = DaemonLog(write: log)
+        users = UserEngines(settings: settings)
+    }
+
+    /// Accepts connections on `listener` (a bound, listening Unix socket)
+    /// until `stop()`; each client is served on its own.
+    package func serve(listener: Int32) {
+        while !stopping.load(ordering: .relaxed) {
+            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&poller, 1, 200)
+            if ready <= 0 { continue }
+            let fd = accept(listener, nil, nil)
+            if fd < 0 {
+                if errno == EINTR || errno == EAGAIN || errno == ECONNABORTED { continue }
+                log.write("accept failed: \(String(cString: strerror(errno)))")
+                // Out of descriptors or memory: wait, the others go on.
+                usleep(100_000)
+                continue
+            }
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            admit(FrameSocket(adopting: fd))
+        }
+    }
+
+    private func admit(_ socket: FrameSocket) {
+        guard let peer = socket.peerCredentials() else {
+            log.write("a connection without peer credentials: closed")
+            return
+        }
+        let session = DaemonSession(server: self, socket: socket, uid: peer.uid, pid: peer.pid)
+        let admitted = sessions.withLock { sessions -> Bool in
+            let mine = sessions.values.filter { $0.uid == peer.uid }.count
+            guard sessions.count < settings.maximumConnections, mine < settings.maximumConnectionsPerUser else { return false }
+            sessions[ObjectIdentifier(session)] = session
+            return true
+        }
+        guard admitted else {
+            log.write("uid \(peer.uid) pid \(peer.pid): too many connections, refused")
+            try? socket.send(try DaemonWire.Frame(.response, DaemonOutcome.refused("too many connections; try again later")))
+            socket.shut()
+            return
+        }
+        session.start()
+    }
+
+    func ended(_ session: DaemonSession) {
+        _ = sessions.withLock { $0.removeValue(forKey: ObjectIdentifier(session)) }
+    }
+
+    /// Stops accepting and ends every connection (a call in flight is
+    /// cancelled; what the vault had committed stays).
+    package func stop() {
+        stopping.store(true, ordering: .relaxed)
+        for session in sessions.withLock({ Array($0.values) }) { session.end() }
+    }
+
+    /// How many connections are open (the tests' and the log's).
+    package var connectionCount: Int { sessions.withLock { $0.count } }
+}
+
+/// The daemon's log: one line per event, to stderr (the journal under
+/// systemd). Never a secret, an item's name or a passcode.
+struct DaemonLog: Sendable {
+    let write: @Sendable (String) -> Void
+}
+
+/// The per-uid engines, opened at a client's first call and kept warm.
+actor UserEngines {
+    let settings: DaemonServer.Settings
+    private var engines: [uid_t: InProcessEngine] = [:]
+
+    init(settings: DaemonServer.Settings) { self.settings = settings }
+
+    /// The configuration of `uid`'s state folder.
+    func configuration(for uid: uid_t) -> Configuration {
+        let folder = settings.home.appendingPathComponent("users").appendingPathComponent(String(uid))
+        return Configuration(home: folder, tpm: settings.tpm, reader: settings.reader, user: Self.name(of: uid))
+    }
+
+    /// The engine of `uid`'s state folder, created 0700 on first use.
+    func engine(for uid: uid_t) async throws(DeviceError) -> InProcessEngine {
+        if let engine = engines[uid] { return engine }
+        let configuration = configuration(for: uid)
+        for path in [configuration.home.deletingLastPathComponent().path, configuration.home.path] {
+            if mkdir(path, 0o700) != 0 && errno != EEXIST {
+                throw .storage(StorageFailure(.stateFolder, "cannot create \(path): \(String(cString: strerror(errno)))"))
+            }
+        }
+        let engine = try await InProcessEngine.open(configuration)
+        engines[uid] = engine
+        return engine
+    }
+
+    /// The login name of `uid`, or `uid-N` (prints are labelled with it).
+    static func name(of uid: uid_t) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        if getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, let found = result, let name = found.pointee.pw_name {
+            return String(cString: name)
+        }
+        return "uid-\(uid)"
+    }
+}

@@ -1,0 +1,374 @@
+import Foundation
+import Synchronization
+import TouchstoneSecure
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection: its uid and pid as the kernel gave them, one
+/// call at a time, the prompts of that call, and the grants it holds
+/// (they die with the connection).
+final class DaemonSession: Sendable {
+    let server: DaemonServer
+    let socket: FrameSocket
+    let uid: uid_t
+    let pid: pid_t
+    /// The program's name as /proc says (comm), for the log and prompts.
+    let program: String
+
+    private struct State {
+        var inFlight: Task<Void, Never>?
+        var prompts: [UInt32: CheckedContinuation<(DaemonReply, [SecureBytes]), any Error>] = [:]
+        var nextPrompt: UInt32 = 1
+        var grants: [UInt64: any EngineGrant] = [:]
+    }
+    private let state = Mutex(State())
+    private let busy = Atomic<Bool>(false)
+
+    init(server: DaemonServer, socket: FrameSocket, uid: uid_t, pid: pid_t) {
+        self.server = server
+        self.socket = socket
+        self.uid = uid
+        self.pid = pid
+        program = Self.comm(of: pid)
+    }
+
+    private static func comm(of pid: pid_t) -> String {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return "?" }
+        return String(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(32))
+    }
+
+    func start() {
+        // An idle timeout ends the connection only between calls.
+        let inbox = FrameInbox(reading: socket, idle: server.settings.timeout, stall: server.settings.timeout,
+                               mayIdle: { self.busy.load(ordering: .relaxed) })
+        Task { await self.run(inbox) }
+    }
+
+    /// Ends the connection: the call in flight is cancelled, its prompts
+    /// fail.
+    func end() {
+        socket.shut()
+        let (task, prompts) = state.withLock { state in
+            defer { state.prompts = [:]; state.grants = [:] }
+            return (state.inFlight, Array(state.prompts.values))
+        }
+        task?.cancel()
+        for prompt in prompts { prompt.resume(throwing: CancellationError()) }
+    }
+
+    private func run(_ inbox: FrameInbox) async {
+        defer {
+            end()
+            server.ended(self)
+        }
+        while true {
+            let frame: DaemonWire.Frame
+            do {
+                frame = try await inbox.next()
+            } catch .closed {
+                return
+            } catch .timedOut {
+                return  // idle, or a frame that stalled
+            } catch {
+                log("protocol error: \(error); connection closed")
+                try? socket.send(try DaemonWire.Frame(.response, DaemonOutcome.refused(error.description)))
+                return
+            }
+            switch frame.kind {
+            case .request:
+                guard !busy.exchange(true, ordering: .relaxed) else {
+                    log("a second request while one is in flight; connection closed")
+                    return
+                }
+                let task = Task { await self.carryOut(frame) }
+                state.withLock { $0.inFlight = task }
+            case .reply:
+                guard let reply = try? frame.decode(DaemonReply.self),
+                      let waiter = state.withLock({ $0.prompts.removeValue(forKey: reply.id) }) else {
+                    continue  // a reply to a prompt already cancelled
+                }
+                waiter.resume(returning: (reply, frame.secrets))
+            case .response, .prompt, .event, .cancel:
+                log("a \(frame.kind) frame from a client; connection closed")
+                return
+            }
+        }
+    }
+
+    private func carryOut(_ frame: DaemonWire.Frame) async {
+        defer {
+            state.withLock { $0.inFlight = nil }
+            busy.store(false, ordering: .relaxed)
+        }
+        let (outcome, secrets): (DaemonOutcome, [SecureBytes])
+        let callName: String
+        do {
+            let request = try frame.decode(DaemonRequest.self)
+            callName = request.call.name
+            guard request.call.secretCount.contains(frame.secrets.count) else {
+                throw DaemonWireError.malformed("\(request.call.name) with \(frame.secrets.count) secrets")
+            }
+            (outcome, secrets) = await perform(request.call, frame.secrets)
+            log("\(callName): \(Self.summary(outcome))" + (request.call.reason.map { " (reason: \(Self.clean($0)))" } ?? ""))
+        } catch {
+            log("refused: \(error)")
+            try? socket.send(try DaemonWire.Frame(.response, DaemonOutcome.refused("\(error)")))
+            socket.shut()
+            return
+        }
+        do {
+            try socket.send(try DaemonWire.Frame(.response, outcome, secrets: secrets))
+        } catch {
+            log("\(callName): the answer could not be sent (\(error))")
+        }
+    }
+
+    // MARK: - Calls
+
+    private func perform(_ call: DaemonCall, _ secrets: [SecureBytes]) async -> (DaemonOutcome, [SecureBytes]) {
+        let engine: InProcessEngine
+        do {
+            engine = try await server.users.engine(for: uid)
+        } catch {
+            switch call {
+            case .status: break  // reported below, part by part
+            default: return (Self.outcome(error, for: call), [])
+            }
+            return (.success(.status(DaemonStatus(await InProcessEngine.status(of: await server.users.configuration(for: uid))))), [])
+        }
+        do {
+            let result = try await perform(call, secrets, on: engine)
+            return result
+        } catch {
+            return (Self.outcome(error, for: call), [])
+        }
+    }
+
+    private func perform(_ call: DaemonCall, _ secrets: [SecureBytes],
+                         on engine: InProcessEngine) async throws -> (DaemonOutcome, [SecureBytes]) {
+        func done(_ result: DaemonResult, _ secrets: [SecureBytes] = []) -> (DaemonOutcome, [SecureBytes]) {
+            (.success(result), secrets)
+        }
+        switch call {
+        case .status:
+            return done(.status(DaemonStatus(await engine.status())))
+        case .passcodeIsSet:
+            return done(.bool(try await engine.passcodeIsSet()))
+        case .setPasscode:
+            try await engine.setPasscode(secrets[0])
+            return done(.none)
+        case .changePasscode:
+            try await engine.changePasscode(from: secrets[0], to: secrets[1])
+            return done(.none)
+        case .removePasscode:
+            return done(.count(try await engine.removePasscode(secrets[0])))
+        case .enrolledFingers:
+            return done(.fingers(try await engine.enrolledFingers()))
+        case .enroll(let finger, let milliseconds):
+            defer { Task { await engine.close() } }
+            try await engine.enroll(finger, passcode: secrets[0], timeout: Self.touchTimeout(milliseconds)) { [socket] event in
+                try? socket.send(try DaemonWire.Frame(.event, event))
+            }
+            return done(.none)
+        case .unenroll(let finger):
+            try await engine.unenroll(finger, passcode: secrets[0])
+            return done(.none)
+        case .availability(let policy):
+            let availability = await engine.availability(policy)
+            await engine.close()
+            return done(.availability(availability))
+        case .domainState:
+            return done(.domainState(try await engine.domainState()))
+        case .authenticate(let access, let reason, let interactive, let interactionNotAllowed, let milliseconds):
+            let settings = ContextSettings(interaction: interactive ? SessionInteraction(session: self) : nil,
+                                           interactionNotAllowed: interactionNotAllowed,
+                                           touchTimeout: Self.touchTimeout(milliseconds))
+            let grant: any EngineGrant
+            do {
+                grant = try await engine.authenticate(access, reason: reason, settings: settings)
+            } catch {
+                await engine.close()
+                throw error
+            }
+            await engine.close()
+            let id = state.withLock { state -> UInt64 in
+                var id = UInt64.random(in: 1...UInt64.max)
+                while state.grants[id] != nil { id = UInt64.random(in: 1...UInt64.max) }
+                state.grants[id] = grant
+                return id
+            }
+            let proved = (passcode: grant.satisfies(.devicePasscode), biometric: grant.satisfies(.biometryAny))
+            return done(.grant(id: id, passcode: proved.passcode, biometricMatch: proved.biometric))
+        case .add(let attributes):
+            try await engine.add(secrets[0], attributes: attributes)
+            return done(.none)
+        case .openAccess(let service, let account):
+            return done(.access(try await engine.openAccess(service: service, account: account)))
+        case .secret(let service, let account, let grant):
+            let secret = try await engine.secret(service: service, account: account, grant: try self.grant(grant))
+            return done(.secret, [secret])
+        case .update(let service, let account, let newSecret, let label, let comment, let generic, let grant):
+            try await engine.update(service: service, account: account, secret: newSecret ? secrets[0] : nil,
+                                    label: label.map(\.value), comment: comment.map(\.value), generic: generic.map(\.value),
+                                    grant: try self.grant(grant))
+            return done(.none)
+        case .delete(let service, let account):
+            try await engine.delete(service: service, account: account)
+            return done(.none)
+        case .items(let service):
+            return done(.items(try await engine.items(service: service)))
+        case .attributes(let service, let account):
+            return done(.attributes(try await engine.attributes(service: service, account: account)))
+        }
+    }
+
+    /// A grant this connection holds; an id it does not hold proves nothing.
+    private func grant(_ id: UInt64?) throws(KeychainError) -> (any EngineGrant)? {
+        guard let id else { return nil }
+        guard let grant = state.withLock({ $0.grants[id] }) else { throw .authentication(.invalidContext) }
+        return grant
+    }
+
+    private static func touchTimeout(_ milliseconds: Int) -> Duration {
+        .milliseconds(min(max(milliseconds, 1), 3_600_000))
+    }
+
+    /// An engine error as the outcome the call's engine method throws.
+    private static func outcome(_ error: any Error, for call: DaemonCall) -> DaemonOutcome {
+        switch error {
+        case let e as DeviceError:
+            switch call {
+            case .add, .openAccess, .secret, .update, .delete, .items, .attributes:
+                return .keychain(Self.keychain(e))
+            case .availability, .domainState, .authenticate:
+                if case .authentication(let a) = e { return .authentication(a) }
+                return .authentication(Self.authentication(e))
+            default: return .device(e)
+            }
+        case let e as KeychainError: return .keychain(e)
+        case let e as AuthenticationError: return .authentication(e)
+        default: return .refused("\(error)")
+        }
+    }
+
+    private static func keychain(_ e: DeviceError) -> KeychainError {
+        switch e {
+        case .authentication(let a): .authentication(a)
+        case .tpm(let t): .tpm(t)
+        case .storage(let s): .storage(s)
+        case .corrupted(let c): .corrupted(c)
+        case .daemon(let d): .daemon(d)
+        default: .corrupted(e.message ?? "\(e)")
+        }
+    }
+
+    private static func authentication(_ e: DeviceError) -> AuthenticationError {
+        switch e {
+        case .tpm(let t): .tpm(t)
+        case .storage(let s): .storage(s)
+        case .corrupted(let c): .corrupted(c)
+        case .daemon(let d): .daemon(d)
+        default: .corrupted(e.message ?? "\(e)")
+        }
+    }
+
+    private static func summary(_ outcome: DaemonOutcome) -> String {
+        switch outcome {
+        case .success: "ok"
+        case .device(let e): "failed: \(e.message ?? "cancelled")"
+        case .keychain(let e): "failed: \(e.message ?? "cancelled")"
+        case .authentication(let e): "failed: \(e.message ?? "cancelled")"
+        case .refused(let why): "refused: \(why)"
+        }
+    }
+
+    /// Text a client gave, fit for one log line.
+    static func clean(_ text: String) -> String {
+        String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) }.prefix(200))
+    }
+
+    func log(_ line: String) {
+        server.log.write("uid \(uid) pid \(pid) (\(Self.clean(program))): \(line)")
+    }
+
+    // MARK: - Prompts
+
+    /// Sends a prompt and waits for its reply (at most the daemon's timeout
+    /// for a passcode; a touch prompt waits until cancelled).
+    func prompt(_ need: DaemonPrompt.Need) async throws -> (DaemonReply, [SecureBytes]) {
+        let id = state.withLock { state -> UInt32 in
+            defer { state.nextPrompt &+= 1 }
+            return state.nextPrompt
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock { $0.prompts[id] = continuation }
+                do {
+                    try socket.send(try DaemonWire.Frame(.prompt, DaemonPrompt(id: id, need: need)))
+                } catch {
+                    if let waiter = state.withLock({ $0.prompts.removeValue(forKey: id) }) { waiter.resume(throwing: error) }
+                }
+            }
+        } onCancel: {
+            if let waiter = state.withLock({ $0.prompts.removeValue(forKey: id) }) {
+                try? socket.send(try DaemonWire.Frame(.cancel, DaemonCancel(id: id)))
+                waiter.resume(throwing: CancellationError())
+            }
+        }
+    }
+}
+
+extension DaemonCall {
+    /// The reason a call shows the person, when it has one.
+    var reason: String? {
+        if case .authenticate(_, let reason, _, _, _) = self { return reason }
+        return nil
+    }
+}
+
+/// The client's interaction, as the daemon's engine sees it: every need
+/// becomes a prompt on the connection.
+private struct SessionInteraction: AuthenticationInteraction {
+    let session: DaemonSession
+
+    func waitForPasscodeRequest(reason: String, passcodeAllowed: Bool) async {
+        // Returns when the client answers (the person asked for the
+        // passcode); cancelled when the touch ended first.
+        guard let (reply, _) = try? await session.prompt(.touch(reason: reason, passcodeAllowed: passcodeAllowed)),
+              case .fallback = reply.answer else {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            return
+        }
+    }
+
+    func scanEvent(_ event: ScanEvent) async {
+        try? session.socket.send(try DaemonWire.Frame(.event, event))
+    }
+
+    func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes {
+        let timeout = session.server.settings.timeout
+        let reply: (DaemonReply, [SecureBytes])
+        do {
+            reply = try await withThrowingTaskGroup(of: (DaemonReply, [SecureBytes])?.self) { group in
+                group.addTask { try await session.prompt(.passcode(reason: reason)) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let answered = first else { throw AuthenticationError.userCancel }
+                return answered
+            }
+        } catch let error as AuthenticationError {
+            throw error
+        } catch {
+            throw .systemCancel
+        }
+        switch reply.0.answer {
+        case .passcode where reply.1.count == 1: return reply.1[0]
+        case .failed(let error): throw error
+        default: throw .interactionFailed("the client answered a passcode prompt with something else")
+        }
+    }
+}

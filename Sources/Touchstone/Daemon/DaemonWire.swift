@@ -1,0 +1,154 @@
+import Foundation
+import TouchstoneSecure
+
+/// The protocol between a `DaemonEngine` and `touchstoned`, on a Unix
+/// stream socket (docs/daemon.md, "Protocol").
+///
+/// Every message is one frame: a 4-byte big-endian length of the body,
+/// then the body: a version byte, a kind byte, a 4-byte big-endian length
+/// of the control part, the control part (JSON: what the message says),
+/// then the secrets part: zero or more secrets, each a 4-byte big-endian
+/// length and its bytes. Secrets (passcodes, item secrets) travel only in
+/// the secrets part, which is read straight into `SecureBytes`; the control
+/// part never holds one. A frame longer than `maximumBody`, a version other
+/// than `version`, an unknown kind, a control part that does not decode or
+/// secrets that do not add up to the body are protocol errors: the peer
+/// closes the connection.
+package enum DaemonWire {
+    /// The protocol version both sides speak.
+    package static let version: UInt8 = 1
+    /// The longest body: the largest secret plus room for its attributes.
+    package static let maximumBody = Keychain.maximumSecretSize + (256 << 10)
+    /// The longest control part.
+    package static let maximumControl = 256 << 10
+    /// Most secrets in one frame (a passcode change carries two).
+    package static let maximumSecrets = 4
+
+    package enum Kind: UInt8, Sendable {
+        /// Client: a call (`Request`). One at a time per connection.
+        case request = 1
+        /// Client: the answer to a prompt (`Reply`).
+        case reply = 2
+        /// Daemon: the call's outcome (`Response`); the call is over.
+        case response = 3
+        /// Daemon: the call needs the person (`Prompt`).
+        case prompt = 4
+        /// Daemon: a reader event during a touch (`ScanEvent`).
+        case event = 5
+        /// Daemon: a prompt that is no longer needed (`Cancel`).
+        case cancel = 6
+    }
+
+    /// One decoded frame.
+    package struct Frame: Sendable {
+        package var kind: Kind
+        package var control: Data
+        package var secrets: [SecureBytes]
+
+        package init(kind: Kind, control: Data, secrets: [SecureBytes] = []) {
+            self.kind = kind
+            self.control = control
+            self.secrets = secrets
+        }
+
+        package init<T: Encodable>(_ kind: Kind, _ value: T, secrets: [SecureBytes] = []) throws(DaemonWireError) {
+            do {
+                self.init(kind: kind, control: try JSONEncoder().encode(value), secrets: secrets)
+            } catch {
+                throw .malformed("cannot encode \(T.self)")
+            }
+        }
+
+        package func decode<T: Decodable>(_ type: T.Type) throws(DaemonWireError) -> T {
+            do {
+                return try JSONDecoder().decode(type, from: control)
+            } catch {
+                throw .malformed("a \(kind) frame whose control part is not a \(T.self)")
+            }
+        }
+
+        /// The body, as sent after its length.
+        func body() throws(DaemonWireError) -> SecureBytes {
+            guard control.count <= DaemonWire.maximumControl else { throw .tooLarge(control.count) }
+            guard secrets.count <= DaemonWire.maximumSecrets else { throw .malformed("too many secrets") }
+            let size = 6 + control.count + secrets.reduce(0) { $0 + 4 + $1.count }
+            guard size <= DaemonWire.maximumBody else { throw .tooLarge(size) }
+            return SecureBytes(count: size) { out in
+                var at = 0
+                func put(_ bytes: UnsafeRawBufferPointer) {
+                    if bytes.count > 0 { out.baseAddress!.advanced(by: at).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+                    at += bytes.count
+                }
+                func putLength(_ n: Int) {
+                    withUnsafeBytes(of: UInt32(n).bigEndian) { put($0) }
+                }
+                withUnsafeBytes(of: (DaemonWire.version, kind.rawValue)) { put($0) }
+                putLength(control.count)
+                control.withUnsafeBytes { put($0) }
+                for secret in secrets {
+                    putLength(secret.count)
+                    secret.withUnsafeBytes { put($0) }
+                }
+            }
+        }
+
+        /// Parses a body (without its length prefix).
+        static func parse(_ body: SecureBytes) throws(DaemonWireError) -> Frame {
+            try body.withUnsafeBytes { bytes in Result { () throws(DaemonWireError) in try parse(bytes) } }.get()
+        }
+
+        private static func parse(_ bytes: UnsafeRawBufferPointer) throws(DaemonWireError) -> Frame {
+            do {
+                var at = 0
+                func take(_ n: Int) throws(DaemonWireError) -> UnsafeRawBufferPointer {
+                    guard n >= 0, bytes.count - at >= n else { throw .malformed("a frame shorter than it says") }
+                    defer { at += n }
+                    return UnsafeRawBufferPointer(rebasing: bytes[at..<at + n])
+                }
+                func length() throws(DaemonWireError) -> Int {
+                    let raw = try take(4)
+                    return Int(UInt32(raw[0]) << 24 | UInt32(raw[1]) << 16 | UInt32(raw[2]) << 8 | UInt32(raw[3]))
+                }
+                let head = try take(2)
+                guard head[0] == DaemonWire.version else { throw .version(head[0]) }
+                guard let kind = Kind(rawValue: head[1]) else { throw .malformed("unknown frame kind \(head[1])") }
+                let controlLength = try length()
+                guard controlLength <= DaemonWire.maximumControl else { throw .tooLarge(controlLength) }
+                let control = Data(try take(controlLength))
+                var secrets: [SecureBytes] = []
+                while at < bytes.count {
+                    guard secrets.count < DaemonWire.maximumSecrets else { throw .malformed("too many secrets") }
+                    let part = try take(try length())
+                    secrets.append(SecureBytes(count: part.count) { out in
+                        if part.count > 0 { out.baseAddress!.copyMemory(from: part.baseAddress!, byteCount: part.count) }
+                    })
+                }
+                return Frame(kind: kind, control: control, secrets: secrets)
+            }
+        }
+    }
+}
+
+/// What went wrong with the bytes on the socket.
+package enum DaemonWireError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The peer closed the connection (or it broke).
+    case closed
+    /// Nothing (or not the rest of a frame) arrived in time.
+    case timedOut
+    case tooLarge(Int)
+    case version(UInt8)
+    case malformed(String)
+    /// A system call failed.
+    case system(String)
+
+    package var description: String {
+        switch self {
+        case .closed: "the connection was closed"
+        case .timedOut: "the peer sent nothing in time"
+        case .tooLarge(let n): "a frame of \(n) bytes, more than \(DaemonWire.maximumBody)"
+        case .version(let v): "protocol version \(v), not \(DaemonWire.version)"
+        case .malformed(let why): "malformed message: \(why)"
+        case .system(let why): why
+        }
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Synchronization
+import TouchstoneSecure
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One end of a daemon connection: a Unix stream socket that sends and
+/// receives `DaemonWire` frames. Sends may come from any thread (one at a
+/// time, under a lock); one thread receives.
+package final class FrameSocket: Sendable {
+    package let fd: Int32
+    private let sending = Mutex(())
+    private let isShut = Atomic<Bool>(false)
+
+    package init(adopting fd: Int32) {
+        self.fd = fd
+    }
+
+    deinit { Glibc.close(fd) }
+
+    /// Connects to the daemon listening at `path`.
+    package static func connect(to path: String) throws(DaemonWireError) -> FrameSocket {
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let capacity = MemoryLayout.size(ofValue: address.sun_path)
+        guard path.utf8.count < capacity else { throw .system("the socket path is longer than \(capacity - 1) bytes") }
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+            raw[path.utf8.count] = 0
+        }
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw .system("socket: \(String(cString: strerror(errno)))") }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
+        }
+        guard connected == 0 else {
+            let why = String(cString: strerror(errno))
+            Glibc.close(fd)
+            throw .system(why)
+        }
+        return FrameSocket(adopting: fd)
+    }
+
+    /// The peer's pid, uid and gid (SO_PEERCRED): who connected, as the
+    /// kernel saw it at connect().
+    package func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
+        // struct ucred (pid, uid, gid), which Glibc's module leaves out.
+        var credentials: (pid_t, uid_t, gid_t) = (0, 0, 0)
+        var size = socklen_t(MemoryLayout.size(ofValue: credentials))
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0,
+              size == socklen_t(MemoryLayout.size(ofValue: credentials)) else { return nil }
+        return credentials
+    }
+
+    /// Sends one frame whole.
+    package func send(_ frame: DaemonWire.Frame) throws(DaemonWireError) {
+        let body = try frame.body()
+        let failure: DaemonWireError? = sending.withLock { _ in
+            body.withUnsafeBytes { raw in
+                var length = UInt32(raw.count).bigEndian
+                return withUnsafeBytes(of: &length) { write($0) } ?? write(raw)
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    /// Writes `bytes` whole; the error, if one stopped it.
+    private func write(_ bytes: UnsafeRawBufferPointer) -> DaemonWireError? {
+        var at = 0
+        while at < bytes.count {
+            let n = Glibc.send(fd, bytes.baseAddress!.advanced(by: at), bytes.count - at, Int32(MSG_NOSIGNAL))
+            if n < 0 {
+                if errno == EINTR { continue }
+                return errno == EPIPE || errno == ECONNRESET ? .closed : .system("send: \(String(cString: strerror(errno)))")
+            }
+            at += n
+        }
+        return nil
+    }
+
+    /// Receives one frame. Waits for its first byte as long as
+    /// `keepWaiting` says (asked every `idle`; nil: forever), then at most
+    /// `stall` for each further part of it.
+    package func receive(idle: Duration?, stall: Duration,
+                         keepWaiting: () -> Bool = { false }) throws(DaemonWireError) -> DaemonWire.Frame {
+        var header = [UInt8](repeating: 0, count: 4)
+        while true {
+            let got: Result<Void, DaemonWireError> = header.withUnsafeMutableBytes { raw in
+                Result { () throws(DaemonWireError) in try read(into: raw, first: idle, rest: stall) }
+            }
+            switch got {
+            case .success: break
+            case .failure(.timedOut) where keepWaiting(): continue
+            case .failure(let error): throw error
+            }
+            break
+        }
+        let length = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
+        guard length <= DaemonWire.maximumBody else { throw .tooLarge(length) }
+        let body = SecureBytes(count: length)
+        let got: Result<Void, DaemonWireError> = body.withUnsafeMutableBytes { raw in
+            Result { () throws(DaemonWireError) in try read(into: raw, first: stall, rest: stall) }
+        }
+        try got.get()
+        return try DaemonWire.Frame.parse(body)
+    }
+
+    /// Fills `buffer`: the first byte within `first` (nil: no limit), each
+    /// later read within `rest`.
+    private func read(into buffer: UnsafeMutableRawBufferPointer, first: Duration?, rest: Duration) throws(DaemonWireError) {
+        var at = 0
+        while at < buffer.count {
+            try wait(at == 0 ? first : rest)
+            let n = Glibc.read(fd, buffer.baseAddress!.advanced(by: at), buffer.count - at)
+            if n < 0 {
+                if errno == EINTR || errno == EAGAIN { continue }
+                throw errno == ECONNRESET ? .closed : .system("read: \(String(cString: strerror(errno)))")
+            }
+            if n == 0 { throw .closed }
+            at += n
+        }
+    }
+
+    private func wait(_ limit: Duration?) throws(DaemonWireError) {
+        let milliseconds: Int32 = limit.map { d in
+            let (seconds, attoseconds) = d.components
+            return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+        } ?? -1
+        var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+        while true {
+            let ready = poll(&poller, 1, milliseconds)
+            if ready < 0 && errno == EINTR { continue }
+            if ready < 0 { throw .system("poll: \(String(cString: strerror(errno)))") }
+            if ready == 0 { throw .timedOut }
+            return
+        }
+    }
+
+    /// Ends the connection both ways: a thread blocked in `receive` gets
+    /// `.closed`. Idempotent.
+    package func shut() {
+        guard !isShut.exchange(true, ordering: .relaxed) else { return }
+        Glibc.shutdown(fd, Int32(SHUT_RDWR))
+    }
+}
