@@ -114,15 +114,18 @@ enum CLIProcess {
     /// `fd3` (if given) readable on descriptor 3, and `environment`.
     /// `wrapper`, when given, is a command (absolute path first) that runs
     /// the binary: `wrapper... touchstone arguments...`.
+    /// `program`: another binary of the build (`touchstoned`).
     static func start(_ arguments: [String], stdin: [UInt8] = [], fd3: [UInt8]? = nil,
-                      environment: [String: String], scratch: String, wrapper: [String] = []) throws -> RunningCLI {
+                      environment: [String: String], scratch: String, wrapper: [String] = [],
+                      program: String = CLIProcess.binary) throws -> RunningCLI {
         try start(bytes: arguments.map { Array($0.utf8) }, stdin: stdin, fd3: fd3,
-                  environment: environment, scratch: scratch, wrapper: wrapper)
+                  environment: environment, scratch: scratch, wrapper: wrapper, program: program)
     }
 
     /// The same with the arguments as bytes (which need not be UTF-8).
     static func start(bytes arguments: [[UInt8]], stdin: [UInt8] = [], fd3: [UInt8]? = nil,
-                      environment: [String: String], scratch: String, wrapper: [String] = []) throws -> RunningCLI {
+                      environment: [String: String], scratch: String, wrapper: [String] = [],
+                      program: String = CLIProcess.binary) throws -> RunningCLI {
         let n = counter.withLock { serial += 1; return serial }
         let base = "\(scratch)/run\(n)"
         let stdinPath = base + ".in", stdoutPath = base + ".out", stderrPath = base + ".err"
@@ -141,8 +144,8 @@ enum CLIProcess {
         // A new session: no controlling terminal, as in CI.
         let pid: pid_t
         do {
-            let executable = wrapper.first ?? binary
-            let argv = wrapper.isEmpty ? arguments : (wrapper.dropFirst() + [binary]).map { Array($0.utf8) } + arguments
+            let executable = wrapper.first ?? program
+            let argv = wrapper.isEmpty ? arguments : (wrapper.dropFirst() + [program]).map { Array($0.utf8) } + arguments
             pid = try ChildSpawn.start(executable, bytes: argv, actions: &actions, environment: environment, newSession: true)
         } catch {
             throw RigFailure("\(error) (build it first: swift build)")

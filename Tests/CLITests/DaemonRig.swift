@@ -1,0 +1,224 @@
+import Foundation
+import Glibc
+import TestRigs
+import TouchstoneSimulator
+
+/// A user this test created (useradd) and removes (userdel).
+struct TestUser {
+    let name: String
+    let uid: uid_t
+    let gid: gid_t
+    /// The user's own folder under the rig (0700, theirs).
+    let home: String
+
+    /// setpriv as this user: no supplementary groups, no capabilities.
+    func wrapper() throws -> [String] {
+        [try Confinement.tool("setpriv"), "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups",
+         "--inh-caps=-all", "--bounding-set=-all", "--"]
+    }
+}
+
+/// The daemon's world for one test, as CI has it (root, in a sandbox): a
+/// system user for `touchstoned` and two login users, all made here and
+/// removed at `close()`; the daemon's state folder (0700, the daemon
+/// user's) with its own simulator, started as the daemon user; the daemon
+/// run under setpriv as that user, listening on a socket under the rig;
+/// the clients run as the login users. Everything under one fresh /tmp
+/// folder; processes stopped by PID.
+final class DaemonRig {
+    let root: String
+    /// The daemon's --home (its simulator in `daemonHome/sim`).
+    let daemonHome: String
+    let socket: String
+    let scratch: String
+    let daemonUser: TestUser
+    let alice: TestUser
+    let bob: TestUser
+    private(set) var daemon: RunningCLI?
+    private var closed = false
+
+    static let passcode = CLISandbox.passcode
+    static var daemonBinary: String {
+        URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().appendingPathComponent("touchstoned").path
+    }
+
+    init(startDaemon: Bool = true) throws {
+        guard geteuid() == 0 else {
+            throw RigFailure("the daemon tests create users and run programs as them: run them as root (CI does)")
+        }
+        root = try makeTemporaryDirectory("tsd")
+        chmod(root, 0o755)
+        scratch = root + "/x"
+        daemonHome = root + "/d"
+        let tag = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+        var made: [TestUser] = []
+        do {
+            daemonUser = try Self.makeUser("tsd\(tag)", system: true, under: root)
+            made.append(daemonUser)
+            alice = try Self.makeUser("tsa\(tag)", system: false, under: root)
+            made.append(alice)
+            bob = try Self.makeUser("tsb\(tag)", system: false, under: root)
+            made.append(bob)
+        } catch {
+            for user in made { Self.removeUser(user) }
+            try? FileManager.default.removeItem(atPath: root)
+            throw error
+        }
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
+        chmod(scratch, 0o700)
+        // The socket's folder: the daemon's, open for every user to reach
+        // the socket (0755), as /run/touchstone is.
+        let sockets = root + "/s"
+        try FileManager.default.createDirectory(atPath: sockets, withIntermediateDirectories: false)
+        chown(sockets, daemonUser.uid, daemonUser.gid)
+        chmod(sockets, 0o755)
+        socket = sockets + "/daemon.sock"
+        try FileManager.default.createDirectory(atPath: daemonHome, withIntermediateDirectories: false)
+        chown(daemonHome, daemonUser.uid, daemonUser.gid)
+        chmod(daemonHome, 0o700)
+        let started = asDaemonUser(["--home", daemonHome, "sim", "start"])
+        guard started.code == 0 else {
+            close()
+            throw RigFailure("sim start as the daemon user failed: \(started.stderr)")
+        }
+        if startDaemon { try self.startDaemon() }
+    }
+
+    private static func makeUser(_ name: String, system: Bool, under root: String) throws -> TestUser {
+        let home = root + "/" + name
+        var arguments = ["--no-create-home", "--home-dir", system ? "/nonexistent" : home, "--user-group"]
+        arguments += system ? ["--system", "--shell", "/usr/sbin/nologin"] : ["--shell", "/bin/sh"]
+        let status = try Swtpm.run(try Confinement.tool("useradd"), arguments + [name])
+        guard status == 0, let entry = getpwnam(name) else { throw RigFailure("useradd \(name) failed (status \(status))") }
+        let user = TestUser(name: name, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid, home: home)
+        if !system {
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+            chown(home, user.uid, user.gid)
+            chmod(home, 0o700)
+        }
+        return user
+    }
+
+    private static func removeUser(_ user: TestUser) {
+        _ = try? Swtpm.run(try Confinement.tool("userdel"), [user.name])
+    }
+
+    // MARK: - Running things
+
+    private func environment(home: String, extra: [String: String] = [:]) -> [String: String] {
+        var environment = ["HOME": home, "TSS2_LOG": "all+none", "LANG": "C.UTF-8"]
+        environment["PATH"] = ProcessInfo.processInfo.environment["PATH"]
+        return environment.merging(extra) { _, new in new }
+    }
+
+    /// Runs `touchstone arguments` as the daemon's user (its simulator).
+    @discardableResult
+    func asDaemonUser(_ arguments: [String]) -> CLIResult {
+        do {
+            return try CLIProcess.start(arguments, environment: environment(home: daemonHome), scratch: scratch,
+                                        wrapper: try daemonUser.wrapper()).wait()
+        } catch {
+            return CLIResult(code: -1, stdout: [], stderr: "\(error)")
+        }
+    }
+
+    /// Starts `touchstoned` as the daemon's user and waits until it listens.
+    func startDaemon(extraArguments: [String] = []) throws {
+        let running = try CLIProcess.start(["--home", daemonHome, "--sim", "--socket", socket] + extraArguments,
+                                           environment: environment(home: daemonHome), scratch: scratch,
+                                           wrapper: try daemonUser.wrapper(), program: Self.daemonBinary)
+        daemon = running
+        guard running.waitForStderr("listening on", timeout: 30) else {
+            throw RigFailure("touchstoned did not start: \(running.stderrSoFar)")
+        }
+    }
+
+    /// The daemon's log so far.
+    var daemonLog: String { daemon?.stderrSoFar ?? "" }
+
+    /// Stops the daemon with `signal` and waits for it; its exit status.
+    @discardableResult
+    func stopDaemon(_ signal: Int32 = SIGTERM) -> Int32? {
+        guard let daemon else { return nil }
+        daemon.signal(signal)
+        let result = daemon.wait(timeout: 30)
+        self.daemon = nil
+        return result.code
+    }
+
+    /// Runs `touchstone --daemon SOCKET arguments` as `user`, with the
+    /// passcode (or anything) on stdin.
+    @discardableResult
+    func run(_ user: TestUser, _ arguments: [String], stdin: [UInt8] = [], timeout: TimeInterval = 120) -> CLIResult {
+        do {
+            return try start(user, arguments, stdin: stdin).wait(timeout: timeout)
+        } catch {
+            return CLIResult(code: -1, stdout: [], stderr: "\(error)")
+        }
+    }
+
+    func start(_ user: TestUser, _ arguments: [String], stdin: [UInt8] = []) throws -> RunningCLI {
+        try CLIProcess.start(["--daemon", socket] + arguments, stdin: stdin,
+                             environment: environment(home: user.home, extra: ["TOUCHSTONE_HOME": user.home + "/ts"]),
+                             scratch: scratch, wrapper: try user.wrapper())
+    }
+
+    /// Touches the daemon's simulated reader with finger `id` (as root, from
+    /// another process, as a person would).
+    @discardableResult
+    func touch(_ id: String, count: Int = 1) -> CLIResult {
+        do {
+            return try CLIProcess.start(["--home", daemonHome, "sim", "touch", id, "--count", "\(count)", "--wait", "60"],
+                                        environment: environment(home: daemonHome), scratch: scratch).wait()
+        } catch {
+            return CLIResult(code: -1, stdout: [], stderr: "\(error)")
+        }
+    }
+
+    /// Runs a command as `user` that waits for a touch, touches with `id`
+    /// once it waits, and returns its result.
+    func withTouch(_ user: TestUser, _ id: String, _ arguments: [String], stdin: [UInt8] = []) -> CLIResult {
+        guard let waiting = try? start(user, arguments, stdin: stdin) else {
+            return CLIResult(code: -1, stdout: [], stderr: "cannot start")
+        }
+        guard waiting.waitForStderr("touch the reader") else { return waiting.wait() }
+        let touched = touch(id)
+        let result = waiting.wait()
+        return touched.code == 0 ? result : CLIResult(code: -1, stdout: result.stdout, stderr: "sim touch: \(touched.stderr)\n" + result.stderr)
+    }
+
+    /// Sets `user`'s passcode and enrols `finger` with simulated finger `id`.
+    func setUp(_ user: TestUser, finger: String? = nil, as id: String = "") throws {
+        let set = run(user, ["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        guard set.code == 0 else { throw RigFailure("passcode set as \(user.name): \(set.stderr)") }
+        guard let finger else { return }
+        let enrolling = try start(user, ["enroll", finger, "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        let touches = touch(id, count: 5)
+        let enrolled = enrolling.wait()
+        guard touches.code == 0, enrolled.code == 0 else {
+            throw RigFailure("enroll as \(user.name): \(enrolled.stderr) / \(touches.stderr)")
+        }
+    }
+
+    // MARK: - The end
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        stopDaemon()
+        asDaemonUser(["--home", daemonHome, "sim", "stop"])
+        for user in [daemonUser, alice, bob] { Self.removeUser(user) }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    deinit {
+        guard !closed else { return }
+        if let daemon { kill(daemon.pid, SIGKILL) }
+        if let text = try? String(contentsOfFile: daemonHome + "/sim/tpm/pid", encoding: .utf8),
+           let pid = Int32(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            kill(pid, SIGTERM)
+        }
+        for user in [daemonUser, alice, bob] { Self.removeUser(user) }
+        try? FileManager.default.removeItem(atPath: root)
+    }
+}

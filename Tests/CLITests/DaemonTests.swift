@@ -1,0 +1,239 @@
+import Foundation
+import Glibc
+import Testing
+import TestRigs
+import TouchstoneSimulator
+
+/// touchstoned for real: a system user runs it (setpriv), two login users
+/// run the CLI against it, the simulator's swtpm and virtual reader behind
+/// it (DaemonRig).
+@Suite("touchstoned", .serialized)
+struct DaemonTests {
+    static let passcode = DaemonRig.passcode
+
+    @Test("the whole journey through the daemon: passcode, enrolment, items of each kind, a stranger's touch refused, status and list as embedded; the log names the caller and never a secret")
+    func journey() throws {
+        let rig = try DaemonRig()
+        defer { rig.close() }
+        let alice = rig.alice
+        try rig.setUp(alice, finger: "right-index-finger", as: "right-index")
+
+        #expect(rig.run(alice, ["add", "mail", "alice", "--access", "passcode"], stdin: Array("pass-secret".utf8)).code == 0)
+        #expect(rig.run(alice, ["add", "bank", "alice", "--access", "biometry-current-set"], stdin: Array("touch-secret".utf8)).code == 0)
+        #expect(rig.run(alice, ["add", "note", "alice", "--access", "none"], stdin: Array("plain-secret".utf8)).code == 0)
+
+        let byPasscode = rig.run(alice, ["get", "mail", "alice", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        #expect(byPasscode.code == 0, "\(byPasscode.stderr)")
+        #expect(byPasscode.stdoutText == "pass-secret")
+        let wrong = rig.run(alice, ["get", "mail", "alice", "--passcode-fd", "0"], stdin: CLISandbox.line("not-it"))
+        #expect(wrong.code == 2, "\(wrong.stderr)")
+        #expect(wrong.stdout.isEmpty)
+
+        let touched = rig.withTouch(alice, "right-index", ["get", "bank", "alice"])
+        #expect(touched.code == 0, "\(touched.stderr)")
+        #expect(touched.stdoutText == "touch-secret")
+        let stranger = rig.withTouch(alice, "left-thumb", ["get", "bank", "alice"])
+        #expect(stranger.code == 2, "\(stranger.stderr)")
+        #expect(stranger.stdout.isEmpty)
+
+        let plain = rig.run(alice, ["get", "note", "alice"])
+        #expect(plain.stdoutText == "plain-secret", "\(plain.stderr)")
+        #expect(rig.run(alice, ["get", "nothing", "here"]).code == 8)
+
+        let list = rig.run(alice, ["--json", "list"])
+        #expect(list.code == 0, "\(list.stderr)")
+        let items = try JSONSerialization.jsonObject(with: Data(list.stdout)) as? [[String: Any]] ?? []
+        #expect(Set(items.compactMap { $0["service"] as? String }) == ["mail", "bank", "note"])
+        #expect(items.allSatisfy { $0["state"] as? String == "ok" })
+
+        let status = rig.run(alice, ["--json", "status"])
+        #expect(status.code == 0, "\(status.stderr)")
+        let fields = try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any] ?? [:]
+        #expect(fields["passcodeSet"] as? Bool == true)
+        #expect(fields["fingers"] as? [String] == ["right-index-finger"])
+        #expect(fields["items"] as? Int == 3)
+
+        let log = rig.daemonLog
+        #expect(log.contains("uid \(alice.uid) "))
+        #expect(log.contains("reason: touchstone get: read the secret of bank / alice"))
+        for secret in [Self.passcode, "pass-secret", "touch-secret", "plain-secret", "not-it"] {
+            #expect(!log.contains(secret), "the daemon's log holds \(secret)")
+        }
+    }
+
+    @Test("users are kept apart: bob sees nothing of alice's, his own item of the same name is his; neither can read the daemon's state, which its own user can")
+    func usersApart() throws {
+        let rig = try DaemonRig()
+        defer { rig.close() }
+        let (alice, bob) = (rig.alice, rig.bob)
+        try rig.setUp(alice)
+        #expect(rig.run(alice, ["add", "mail", "me", "--access", "none"], stdin: Array("alice-secret".utf8)).code == 0)
+
+        let bobsList = rig.run(bob, ["--json", "list"])
+        #expect(bobsList.code == 0, "\(bobsList.stderr)")
+        #expect(bobsList.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "[]")
+        #expect(rig.run(bob, ["get", "mail", "me"]).code == 8)
+        let bobsStatus = rig.run(bob, ["--json", "status"])
+        #expect(bobsStatus.stdoutText.contains("\"passcodeSet\":false"), "\(bobsStatus.stdoutText)")
+
+        try rig.setUp(bob)
+        #expect(rig.run(bob, ["add", "mail", "me", "--access", "none"], stdin: Array("bob-secret".utf8)).code == 0)
+        #expect(rig.run(bob, ["get", "mail", "me"]).stdoutText == "bob-secret")
+        #expect(rig.run(alice, ["get", "mail", "me"]).stdoutText == "alice-secret")
+
+        // The state on disk: the daemon's user reads it, the clients do not.
+        let vault = rig.daemonHome + "/users/\(alice.uid)"
+        let cat = try Confinement.tool("cat"), ls = try Confinement.tool("ls")
+        let owner = try runAs(rig.daemonUser, [ls, vault])
+        #expect(owner.status == 0 && owner.output.contains("vault.sqlite"), "\(owner.output)")
+        for user in [alice, bob] {
+            for command in [[ls, rig.daemonHome], [ls, vault], [cat, vault + "/vault.sqlite"]] {
+                let attempt = try runAs(user, command)
+                #expect(attempt.status != 0, "\(user.name) ran \(command.joined(separator: " ")): \(attempt.output)")
+            }
+        }
+    }
+
+    @Test("the daemon killed (SIGKILL) while a client waits for a touch: the client exits 11 naming the socket; restarted, everything opens")
+    func killedMidRequest() throws {
+        let rig = try DaemonRig()
+        defer { rig.close() }
+        let alice = rig.alice
+        try rig.setUp(alice, finger: "right-index-finger", as: "right-index")
+        #expect(rig.run(alice, ["add", "bank", "alice", "--access", "biometry-current-set"], stdin: Array("touch-secret".utf8)).code == 0)
+        #expect(rig.run(alice, ["add", "mail", "alice", "--access", "passcode"], stdin: Array("pass-secret".utf8)).code == 0)
+
+        let waiting = try rig.start(alice, ["get", "bank", "alice"])
+        #expect(waiting.waitForStderr("touch the reader"))
+        #expect(rig.stopDaemon(SIGKILL) != 0)
+        let cut = waiting.wait(timeout: 30)
+        #expect(cut.code == 11, "\(cut.stderr)")
+        #expect(cut.stderr.contains(rig.socket))
+        #expect(cut.stdout.isEmpty)
+        let down = rig.run(alice, ["get", "mail", "alice", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        #expect(down.code == 11, "\(down.stderr)")
+        #expect(down.stderr.contains(rig.socket))
+
+        try rig.startDaemon()
+        let touched = rig.withTouch(alice, "right-index", ["get", "bank", "alice"])
+        #expect(touched.stdoutText == "touch-secret", "\(touched.stderr)")
+        let byPasscode = rig.run(alice, ["get", "mail", "alice", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        #expect(byPasscode.stdoutText == "pass-secret", "\(byPasscode.stderr)")
+        #expect(rig.run(alice, ["list"]).code == 0)
+    }
+
+    @Test("garbage, oversized and stalled frames, a flood of idle connections and a client killed mid-request never stop the daemon serving others")
+    func garbageAndFloods() throws {
+        let rig = try DaemonRig(startDaemon: false)
+        defer { rig.close() }
+        try rig.startDaemon(extraArguments: ["--timeout", "2"])
+        let alice = rig.alice
+        try rig.setUp(alice, finger: "right-index-finger", as: "right-index")
+        #expect(rig.run(alice, ["add", "note", "alice", "--access", "none"], stdin: Array("plain-secret".utf8)).code == 0)
+        #expect(rig.run(alice, ["add", "bank", "alice", "--access", "biometry-current-set"], stdin: Array("touch-secret".utf8)).code == 0)
+
+        // Garbage: the daemon answers with a refusal, or just closes.
+        let garbage = try RawConnection(rig.socket)
+        garbage.send([0, 0, 0, 12] + Array("hello, world".utf8))
+        #expect(garbage.readUntilClosed(seconds: 10).closed)
+        // A length beyond the limit: closed at once, nothing read.
+        let huge = try RawConnection(rig.socket)
+        huge.send([0xff, 0xff, 0xff, 0xff])
+        #expect(huge.readUntilClosed(seconds: 10).closed)
+        // Half a frame, then silence: closed after the timeout.
+        let stalled = try RawConnection(rig.socket)
+        stalled.send([0, 0, 1, 0, 1])
+        #expect(stalled.readUntilClosed(seconds: 15).closed)
+        // A flood from one uid: the daemon keeps a few and refuses the rest.
+        var flood: [RawConnection] = []
+        for _ in 0..<300 { if let c = try? RawConnection(rig.socket) { flood.append(c) } }
+        #expect(flood.count == 300)
+        // A client killed while it waits for a touch.
+        let abandoned = try rig.start(alice, ["get", "bank", "alice"])
+        #expect(abandoned.waitForStderr("touch the reader"))
+        abandoned.signal(SIGKILL)
+        _ = abandoned.wait()
+
+        // Through all of it, another client is served.
+        let plain = rig.run(alice, ["get", "note", "alice"])
+        #expect(plain.stdoutText == "plain-secret", "\(plain.stderr)")
+        let touched = rig.withTouch(alice, "right-index", ["get", "bank", "alice"])
+        #expect(touched.stdoutText == "touch-secret", "\(touched.stderr)")
+        let refused = flood.filter { $0.readUntilClosed(seconds: 0.2).closed }.count
+        #expect(refused >= 300 - 32, "\(refused) of 300 flooding connections refused")
+        // The idle ones the daemon kept are closed after its timeout.
+        let kept = flood.filter { !$0.isClosed }
+        #expect(kept.allSatisfy { $0.readUntilClosed(seconds: 15).closed })
+        #expect(rig.daemon?.poll() == nil, "the daemon exited: \(rig.daemonLog)")
+        #expect(rig.daemonLog.contains("too many connections"))
+    }
+
+    @Test("no daemon at the socket: exit 11, the message and hint name it; --embedded still opens this user's own vault")
+    func unreachable() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        let missing = sandbox.root + "/no-daemon.sock"
+        let result = sandbox.run(["--daemon", missing, "list"])
+        #expect(result.code == 11, "\(result.stderr)")
+        #expect(result.stderr.contains(missing))
+        let variable = sandbox.run(["list"], wrapper: [try Confinement.tool("env"), "TOUCHSTONE_DAEMON=\(missing)"])
+        #expect(variable.code == 11, "\(variable.stderr)")
+        let embedded = sandbox.run(["--sim", "--embedded", "list"], wrapper: [try Confinement.tool("env"), "TOUCHSTONE_DAEMON=\(missing)"])
+        #expect(embedded.code == 0, "\(embedded.stderr)")
+        #expect(sandbox.run(["--embedded", "--daemon", missing, "list"]).code == 64)
+    }
+
+    /// Runs `command` as `user`; its status and output.
+    private func runAs(_ user: TestUser, _ command: [String]) throws -> (status: Int32, output: String) {
+        let wrapper = try user.wrapper()
+        let out = try makeTemporaryDirectory("tso") + "/out"
+        defer { try? FileManager.default.removeItem(atPath: (out as NSString).deletingLastPathComponent) }
+        let status = try Swtpm.run(wrapper[0], Array(wrapper.dropFirst()) + command, output: out)
+        return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+    }
+}
+
+/// A raw connection to the daemon's socket, for sending what no client would.
+final class RawConnection {
+    let fd: Int32
+    private(set) var isClosed = false
+
+    init(_ path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+            raw[path.utf8.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else {
+            Glibc.close(fd)
+            throw RigFailure("connect \(path): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// Reads until the daemon closes the connection or `seconds` pass.
+    func readUntilClosed(seconds: Double) -> (closed: Bool, bytes: [UInt8]) {
+        var received: [UInt8] = []
+        let deadline = Date().addingTimeInterval(seconds)
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while !isClosed {
+            let left = deadline.timeIntervalSinceNow
+            if left <= 0 { break }
+            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, Int32(left * 1000) + 1) > 0 else { continue }
+            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n <= 0 { isClosed = true } else { received += buffer[0..<n] }
+        }
+        return (isClosed, received)
+    }
+}
