@@ -8,7 +8,7 @@ extension Session {
         let simulator = self.simulator
         try simulator.checkPaths()
         switch command {
-        case .start:
+        case .start(let withDaemon):
             switch try simulator.start() {
             case .alreadyRunning(let pid):
                 Output.progress("the simulator is already running (swtpm pid \(pid), state in \(simulator.tpmDirectory))")
@@ -18,7 +18,10 @@ extension Session {
                 Output.progress("  reader: libfprint's virtual reader on \(simulator.readerSocket), while a command has it open")
                 Output.progress("use it with --sim (or TOUCHSTONE_SIM=1); touch with 'touchstone sim touch ID' from another terminal")
             }
+            if withDaemon { try startDaemon() }
         case .stop:
+            let daemon = SimulatorDaemon(simulator: simulator)
+            if let pid = daemon.stop() { Output.progress("the simulator's touchstoned stopped (pid \(pid))") }
             if let pid = try simulator.stop() {
                 Output.progress("simulator stopped (swtpm pid \(pid)); its state stays in \(simulator.tpmDirectory)")
             } else {
@@ -26,7 +29,13 @@ extension Session {
             }
         case .status:
             let status = simulator.status
-            if options.json { try Output.json(status) } else { Output.result(status.text) }
+            let daemon = SimulatorDaemon(simulator: simulator).runningPID
+            if options.json {
+                try Output.json(SimulatorStatusWithDaemon(status: status, daemonPID: daemon,
+                                                          daemonSocket: simulator.daemonSocket))
+            } else {
+                Output.result(status.text + "\ndaemon:    " + (daemon.map { "running (pid \($0), socket \(simulator.daemonSocket))" } ?? "not running"))
+            }
         case .touch(let id, let count, let wait):
             for n in 1...count {
                 try await simulator.touch(id, wait: wait)
@@ -39,6 +48,48 @@ extension Session {
         case .unplug:
             try await simulator.unplug(wait: options.timeout)
         }
+    }
+}
+
+extension Session {
+    /// `sim start --daemon`: the simulator's touchstoned, from the
+    /// touchstoned next to this binary (else on PATH).
+    func startDaemon() throws {
+        let daemon = SimulatorDaemon(simulator: simulator)
+        switch try daemon.start(executable: Self.daemonExecutable) {
+        case .alreadyRunning(let pid):
+            Output.progress("the simulator's touchstoned is already running (pid \(pid), socket \(daemon.socket))")
+        case .started(let pid):
+            Output.progress("touchstoned started: pid \(pid), socket \(daemon.socket), log \(daemon.logFile)")
+            Output.progress("commands with --sim now go through it (--embedded: not)")
+        }
+    }
+
+    static var daemonExecutable: String {
+        let here = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let sibling = (here as NSString).deletingLastPathComponent + "/touchstoned"
+        if FileManager.default.isExecutableFile(atPath: sibling) { return sibling }
+        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = String(folder) + "/touchstoned"
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return sibling
+    }
+}
+
+/// `sim status --json`: the simulator's status and its daemon's.
+struct SimulatorStatusWithDaemon: Encodable {
+    let status: SimulatorStatus
+    let daemonPID: Int32?
+    let daemonSocket: String
+
+    enum CodingKeys: String, CodingKey { case daemon, daemonSocket }
+
+    func encode(to encoder: any Encoder) throws {
+        try status.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(daemonPID, forKey: .daemon)
+        try container.encode(daemonSocket, forKey: .daemonSocket)
     }
 }
 

@@ -30,11 +30,15 @@ enum ArgumentScanner {
             let (name, inlineValue) = split(token)
             let command = scanned.path[scanned.path.count - 1]
             let description: OptionDescription
-            let global = GlobalOption.named(name)
-            if let global {
-                description = global.description
-            } else if let own = command.option(name) {
+            // A command's own option outranks a global one of the same
+            // name after the command (`sim start --daemon` is a flag; the
+            // global `--daemon PATH` goes before the command there).
+            let own = command.option(name)
+            let global = own == nil ? GlobalOption.named(name) : nil
+            if let own {
                 description = own
+            } else if let global {
+                description = global.description
             } else {
                 scanned.fail(unknownOption(name, scanned.path))
                 continue

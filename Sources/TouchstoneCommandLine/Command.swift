@@ -51,8 +51,9 @@ public enum Command: Sendable, Hashable {
 
     /// What `sim` does.
     public enum SimulatorCommand: Sendable, Hashable {
-        /// `sim start`: run the simulator's swtpm.
-        case start
+        /// `sim start [--daemon]`: run the simulator's swtpm (and, with
+        /// `daemon`, a touchstoned on it).
+        case start(daemon: Bool = false)
         /// `sim stop`: shut it down.
         case stop
         /// `sim status`.

@@ -181,7 +181,16 @@ enum CommandTable {
             terminal.
             """,
         subcommands: [
-            CommandDescription(name: "start", abstract: "Start the simulator's swtpm.", make: { _ in .sim(.start) }),
+            CommandDescription(
+                name: "start",
+                abstract: "Start the simulator's swtpm.",
+                discussion: """
+                    With --daemon, also a touchstoned on the simulator, as this user, on \
+                    $TOUCHSTONE_HOME/sim/daemon.sock (its log: sim/daemon.log): commands run \
+                    with --sim then go through it. 'sim stop' stops it too.
+                    """,
+                options: [Option.simulatorDaemon],
+                make: { invocation in .sim(.start(daemon: invocation.flag(Option.simulatorDaemon))) }),
             CommandDescription(name: "stop", abstract: "Stop the simulator's swtpm.", make: { _ in .sim(.stop) }),
             CommandDescription(name: "status", abstract: "Show whether the simulator runs.", make: { _ in .sim(.status) }),
             CommandDescription(
@@ -255,6 +264,7 @@ enum CommandTable {
         static let comment = OptionDescription(names: ["--comment"], valueName: "text", help: "A comment shown by 'list'.")
         static let reason = OptionDescription(names: ["--reason"], valueName: "text", help: "Why the secret is wanted, shown while waiting for a touch.")
         static let service = OptionDescription(names: ["--service"], valueName: "service", help: "Only the items of this service.")
+        static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
         static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")
         static let wait = OptionDescription(names: ["--wait"], valueName: "seconds", help: "How long to wait for a process to open the reader, at most 3600.", defaultValue: "the --timeout value")
     }

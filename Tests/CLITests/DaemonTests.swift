@@ -237,3 +237,43 @@ final class RawConnection {
         return (isClosed, received)
     }
 }
+
+@Suite("touchstone sim start --daemon")
+struct SimulatorDaemonTests {
+    @Test("sim start --daemon: --sim commands go through the simulator's touchstoned, --embedded does not; killed, --sim is exit 11 with the hint to start it; sim stop stops it and --sim is embedded again")
+    func simulatorDaemon() throws {
+        let sandbox = try CLISandbox(startSimulator: false)
+        defer { sandbox.close() }
+        let started = sandbox.run(["sim", "start", "--daemon"])
+        #expect(started.code == 0, "\(started.stderr)")
+        #expect(started.stderr.contains("touchstoned started"))
+        let status = sandbox.run(["--json", "sim", "status"])
+        let fields = try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any] ?? [:]
+        let pid = try #require(fields["daemon"] as? Int, "\(status.stdoutText)")
+        #expect(fields["daemonSocket"] as? String == sandbox.home + "/sim/daemon.sock")
+
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.run(["--sim", "add", "svc", "acct", "--access", "none"], stdin: Array("via-daemon".utf8)).code == 0)
+        #expect(sandbox.run(["--sim", "get", "svc", "acct"]).stdoutText == "via-daemon")
+        let log = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("add: ok") && log.contains("get: ok"), "\(log)")
+        // The daemon's vault is its own: the embedded one in the same folder has no such item.
+        #expect(sandbox.run(["--sim", "--embedded", "get", "svc", "acct"]).code == 8)
+        #expect(FileManager.default.fileExists(atPath: sandbox.home + "/users/\(getuid())/vault.sqlite"))
+
+        kill(pid_t(pid), SIGKILL)
+        var waited = 0
+        while kill(pid_t(pid), 0) == 0, waited < 200 { usleep(10_000); waited += 1 }
+        let gone = sandbox.run(["--sim", "list"])
+        #expect(gone.code == 11, "\(gone.stderr)")
+        #expect(gone.stderr.contains("sim start --daemon"))
+        #expect(sandbox.run(["sim", "start", "--daemon"]).code == 0)
+        #expect(sandbox.run(["--sim", "get", "svc", "acct"]).stdoutText == "via-daemon")
+
+        let stopped = sandbox.run(["sim", "stop"])
+        #expect(stopped.stderr.contains("touchstoned stopped"), "\(stopped.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: sandbox.home + "/sim/daemon.sock"))
+        #expect(sandbox.run(["sim", "start"]).code == 0)
+        #expect(sandbox.run(["--sim", "get", "svc", "acct"]).code == 8, "embedded again: the daemon's item is not here")
+    }
+}
