@@ -65,7 +65,7 @@ let package = Package(
         // The simulator (swtpm + libfprint's virtual reader), shared with the test rigs.
         .target(name: "TouchstoneSimulator", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
-        .target(name: "Touchstone", dependencies: ["TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
+        .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         // Front ends: the public API and the command-line parser, nothing below.

@@ -46,6 +46,9 @@ public enum AuthenticationError: Error, Sendable, Hashable, Codable {
     /// Stored data that the authentication needs is damaged or was
     /// tampered with, and which.
     case corrupted(String)
+    /// Too many wrong passcodes in a row: the daemon refuses every attempt
+    /// (the right one too) for this long.
+    case passcodeThrottled(retryAfterSeconds: UInt32)
     /// The daemon engine's `touchstoned` could not answer.
     case daemon(DaemonFailure)
 
@@ -70,6 +73,8 @@ public enum AuthenticationError: Error, Sendable, Hashable, Codable {
         case .tpm(let failure): "The TPM could not be used: \(failure)."
         case .storage(let failure): "Touchstone's state could not be used: \(failure.message)."
         case .corrupted(let what): "Stored data is corrupted or was tampered with: \(what)."
+        case .passcodeThrottled(let seconds):
+            "Too many wrong passcodes: touchstoned refuses passcode attempts for \(seconds) s more."
         case .daemon(let failure): "\(failure)."
         }
     }

@@ -21,6 +21,7 @@ extension AuthenticationError: CustomStringConvertible {
         case .tpm(let failure): failure.description
         case .storage(let failure): failure.description
         case .corrupted(let what): "stored data corrupted or tampered with: \(what)"
+        case .passcodeThrottled(let seconds): "too many wrong passcodes: touchstoned refuses passcode attempts for \(seconds) s more"
         case .daemon(let failure): failure.description
         }
     }

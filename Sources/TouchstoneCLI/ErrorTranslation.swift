@@ -57,6 +57,8 @@ struct ErrorTranslation {
         case .passcodeNotSet: CLIFailure(.passcodeNotSet, error.description, hint: "touchstone passcode set")
         case .passcodeLockout(let seconds):
             CLIFailure(.tpmLockout, error.description, hint: seconds.map { "try again in \($0) s" })
+        case .passcodeThrottled(let seconds):
+            CLIFailure(.tpmLockout, error.description, hint: "try again in \(seconds) s")
         case .readerFailed(let failure): CLIFailure(.failure, failure.description)
         case .interactionFailed(let why): CLIFailure(.failure, why)
         case .tpm(let failure): tpm(failure)

@@ -70,8 +70,14 @@ struct Touchstoned {
             fail("\(error)")
         }
         let settings = DaemonServer.Settings(home: home, tpm: tpm, reader: reader, timeout: .seconds(options.timeout))
-        let server = DaemonServer(settings: settings) { line in
-            FileHandle.standardError.write(Data("touchstoned: \(line)\n".utf8))
+        let server: DaemonServer
+        do {
+            server = try DaemonServer(settings: settings) { line in
+                FileHandle.standardError.write(Data("touchstoned: \(line)\n".utf8))
+            }
+        } catch {
+            listener.close()
+            fail("cannot open the daemon's database in \(home.path): \(error)")
         }
         var stops: [any DispatchSourceSignal] = []
         for number in [SIGTERM, SIGINT] {

@@ -14,7 +14,7 @@ package struct SQLRow {
 
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(statement, column) == SQLITE_NULL }
     package func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
-    func real(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+    package func real(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
     package func text(_ column: Int32) -> String {
         guard let p = sqlite3_column_text(statement, column) else { return "" }
         return String(cString: p)

@@ -146,7 +146,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Runs a statement with `bindings`, calling `row` for each result row.
-    func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
+    package func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
         try withStatement(sql, bindings) { statement in
             while try step(statement) { try row(SQLRow(statement: statement)) }
         }
@@ -195,7 +195,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
     /// Runs `body` in an IMMEDIATE transaction (the write lock is taken at
     /// once, so concurrent writers queue instead of deadlocking); rolls back
     /// on any error.
-    func transaction<R>(_ body: () throws -> R) throws -> R {
+    package func transaction<R>(_ body: () throws -> R) throws -> R {
         try locked {
             // Through the statement cache: sqlite3_exec would parse these
             // on every transaction.

@@ -123,9 +123,9 @@ final class DaemonRig {
     }
 
     /// Starts `touchstoned` as the daemon's user and waits until it listens.
-    func startDaemon(extraArguments: [String] = []) throws {
+    func startDaemon(extraArguments: [String] = [], extraEnvironment: [String: String] = [:]) throws {
         let running = try CLIProcess.start(["--home", daemonHome, "--sim", "--socket", socket] + extraArguments,
-                                           environment: environment(home: daemonHome), scratch: scratch,
+                                           environment: environment(home: daemonHome, extra: extraEnvironment), scratch: scratch,
                                            wrapper: try daemonUser.wrapper(), program: Self.daemonBinary)
         daemon = running
         guard running.waitForStderr("listening on", timeout: 30) else {

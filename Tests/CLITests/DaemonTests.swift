@@ -277,3 +277,65 @@ struct SimulatorDaemonTests {
         #expect(sandbox.run(["--sim", "get", "svc", "acct"]).code == 8, "embedded again: the daemon's item is not here")
     }
 }
+
+@Suite("touchstoned's passcode throttle", .serialized)
+struct DaemonThrottleTests {
+    static let passcode = DaemonRig.passcode
+    /// The first wait, shortened for the test (debug builds read it).
+    static let wait = 3.0
+
+    @Test("10 wrong passcodes in a row, then every attempt (the right one too) is refused with exit 12 and when to retry; the TPM saw none of them; a TPM DA reset and a daemon restart change nothing; another user is not held; after the wait the right one opens, and a wrong one then doubles the wait")
+    func throttle() throws {
+        let rig = try DaemonRig(startDaemon: false)
+        defer { rig.close() }
+        try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_THROTTLE_WAIT": "\(Self.wait)"])
+        let (alice, bob) = (rig.alice, rig.bob)
+        try rig.setUp(alice)
+        try rig.setUp(bob)
+        for user in [alice, bob] {
+            #expect(rig.run(user, ["add", "mail", "me", "--access", "passcode"], stdin: Array("\(user.name)-secret".utf8)).code == 0)
+        }
+        func get(_ user: TestUser, _ passcode: String) -> CLIResult {
+            rig.run(user, ["get", "mail", "me", "--passcode-fd", "0"], stdin: CLISandbox.line(passcode))
+        }
+        #expect(get(alice, Self.passcode).stdoutText == "\(alice.name)-secret")
+        for n in 1...10 {
+            let wrong = get(alice, "wrong-\(n)")
+            #expect(wrong.code == 2, "try \(n): \(wrong.stderr)")
+        }
+        let held = get(alice, Self.passcode)
+        #expect(held.code == 12, "\(held.stderr)")
+        #expect(held.stderr.contains("touchstoned refuses passcode attempts") && held.stderr.contains("try again in"))
+        #expect(held.stdout.isEmpty)
+        let change = rig.run(alice, ["passcode", "change", "--passcode-fd", "0"],
+                             stdin: CLISandbox.line(Self.passcode) + CLISandbox.line("another"))
+        #expect(change.code == 12, "\(change.stderr)")
+
+        // The TPM's dictionary-attack counter, which every user shares, saw none of them.
+        let status = rig.run(bob, ["--json", "status"])
+        let tpm = (try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any])?["tpm"] as? [String: Any]
+        #expect(tpm?["failedTries"] as? Int == 0, "\(status.stdoutText)")
+        #expect(get(bob, Self.passcode).stdoutText == "\(bob.name)-secret", "bob is not held by alice's tries")
+
+        // A DA reset (the lockout authorization is empty) and a restart: still held.
+        let reset = try Swtpm.run(try Confinement.tool("tpm2_dictionarylockout"), ["--clear-lockout"],
+                                  environment: ["TPM2TOOLS_TCTI": "swtpm:path=\(rig.daemonHome)/sim/tpm/sock", "PATH": "/usr/bin:/bin"])
+        #expect(reset == 0)
+        #expect(get(alice, Self.passcode).code == 12)
+        rig.stopDaemon()
+        try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_THROTTLE_WAIT": "\(Self.wait)"])
+        #expect(get(alice, Self.passcode).code == 12, "the count survives a restart")
+
+        // After the wait: one more wrong try doubles it; after that, the right one opens and clears the count.
+        usleep(UInt32((Self.wait + 0.5) * 1_000_000))
+        #expect(get(alice, "wrong-11").code == 2)
+        let doubled = get(alice, Self.passcode)
+        #expect(doubled.code == 12)
+        let seconds = doubled.stderr.split(separator: " ").compactMap { Double($0) }.first ?? 0
+        #expect(seconds > Self.wait, "\(doubled.stderr)")
+        usleep(UInt32((2 * Self.wait + 0.5) * 1_000_000))
+        #expect(get(alice, Self.passcode).stdoutText == "\(alice.name)-secret")
+        #expect(get(alice, "wrong-again").code == 2)
+        #expect(get(alice, Self.passcode).code == 0, "a right passcode cleared the count: one wrong try does not hold")
+    }
+}

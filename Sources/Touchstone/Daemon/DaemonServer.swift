@@ -33,13 +33,17 @@ package final class DaemonServer: Sendable {
     package let settings: Settings
     let log: DaemonLog
     let users: UserEngines
+    /// Every passcode attempt's throttle and verifier, per uid.
+    let gate: PasscodeGate
     private let sessions = Mutex<[ObjectIdentifier: DaemonSession]>([:])
     private let stopping = Atomic<Bool>(false)
 
-    package init(settings: Settings, log: @escaping @Sendable (String) -> Void) {
+    /// Opens the daemon's own database (`home/daemon.sqlite`).
+    package init(settings: Settings, log: @escaping @Sendable (String) -> Void) throws {
         self.settings = settings
         self.log = DaemonLog(write: log)
         users = UserEngines(settings: settings)
+        gate = try PasscodeGate(home: settings.home)
     }
 
     /// Accepts connections on `listener` (a bound, listening Unix socket)

@@ -157,22 +157,28 @@ final class DaemonSession: Sendable {
             return done(.bool(try await engine.passcodeIsSet()))
         case .setPasscode:
             try await engine.setPasscode(secrets[0])
+            server.gate.recordSuccess(uid, secrets[0])
             return done(.none)
         case .changePasscode:
-            try await engine.changePasscode(from: secrets[0], to: secrets[1])
+            try await gated(secrets[0]) { try await engine.changePasscode(from: secrets[0], to: secrets[1]) }
+            server.gate.recordSuccess(uid, secrets[1])
             return done(.none)
         case .removePasscode:
-            return done(.count(try await engine.removePasscode(secrets[0])))
+            let removed = try await gated(secrets[0]) { try await engine.removePasscode(secrets[0]) }
+            server.gate.forget(uid)
+            return done(.count(removed))
         case .enrolledFingers:
             return done(.fingers(try await engine.enrolledFingers()))
         case .enroll(let finger, let milliseconds):
             defer { Task { await engine.close() } }
-            try await engine.enroll(finger, passcode: secrets[0], timeout: Self.touchTimeout(milliseconds)) { [socket] event in
-                try? socket.send(try DaemonWire.Frame(.event, event))
+            try await gated(secrets[0]) {
+                try await engine.enroll(finger, passcode: secrets[0], timeout: Self.touchTimeout(milliseconds)) { [socket] event in
+                    try? socket.send(try DaemonWire.Frame(.event, event))
+                }
             }
             return done(.none)
         case .unenroll(let finger):
-            try await engine.unenroll(finger, passcode: secrets[0])
+            try await gated(secrets[0]) { try await engine.unenroll(finger, passcode: secrets[0]) }
             return done(.none)
         case .availability(let policy):
             let availability = await engine.availability(policy)
@@ -189,9 +195,19 @@ final class DaemonSession: Sendable {
                 grant = try await engine.authenticate(access, reason: reason, settings: settings)
             } catch {
                 await engine.close()
+                // A passcode the daemon could not judge (no verifier yet)
+                // and the TPM refused counts against the throttle.
+                if case .authenticationFailed = error, takePasscode().0 == .undecided {
+                    server.gate.recordFailure(uid)
+                }
                 throw error
             }
             await engine.close()
+            switch takePasscode() {
+            case (.undecided, let passcode?): server.gate.recordSuccess(uid, passcode)
+            case (.verified, _): server.gate.clearFailures(uid)
+            default: break
+            }
             let id = state.withLock { state -> UInt64 in
                 var id = UInt64.random(in: 1...UInt64.max)
                 while state.grants[id] != nil { id = UInt64.random(in: 1...UInt64.max) }
@@ -220,6 +236,59 @@ final class DaemonSession: Sendable {
             return done(.items(try await engine.items(service: service)))
         case .attributes(let service, let account):
             return done(.attributes(try await engine.attributes(service: service, account: account)))
+        }
+    }
+
+    // MARK: - The passcode gate
+
+    /// Runs `body`, a call that the TPM checks `passcode` for, behind the
+    /// daemon's throttle and verifier: refused while throttled; a passcode
+    /// the verifier knows is wrong never reaches the TPM.
+    private func gated<R>(_ passcode: SecureBytes, _ body: () async throws -> R) async throws -> R {
+        let gate = server.gate
+        try gate.check(uid)
+        let known = gate.verify(uid, passcode)
+        if known == false {
+            gate.recordFailure(uid)
+            throw DeviceError.authentication(.authenticationFailed)
+        }
+        do {
+            let result = try await body()
+            if known == nil { gate.recordSuccess(uid, passcode) } else { gate.clearFailures(uid) }
+            return result
+        } catch DeviceError.authentication(.authenticationFailed) where known == nil {
+            gate.recordFailure(uid)
+            throw DeviceError.authentication(.authenticationFailed)
+        }
+    }
+
+    enum PasscodeTried: Sendable { case none, undecided, verified }
+
+    /// What the call in flight did with a passcode prompt's answer.
+    private let passcodeTried = Mutex<(PasscodeTried, SecureBytes?)>((.none, nil))
+
+    /// Judges a passcode typed at a prompt of this call: throws while
+    /// throttled or when the verifier knows it is wrong (counted).
+    func admitTypedPasscode(_ passcode: SecureBytes) throws(AuthenticationError) {
+        let gate = server.gate
+        try gate.check(uid)
+        switch gate.verify(uid, passcode) {
+        case false?:
+            gate.recordFailure(uid)
+            throw .authenticationFailed
+        case true?: passcodeTried.withLock { $0 = (.verified, nil) }
+        case nil: passcodeTried.withLock { $0 = (.undecided, passcode) }
+        }
+    }
+
+    /// Checks the throttle before a passcode prompt is shown.
+    func checkThrottle() throws(AuthenticationError) { try server.gate.check(uid) }
+
+    /// What the call's prompt did with a passcode, and the passcode; reset.
+    private func takePasscode() -> (PasscodeTried, SecureBytes?) {
+        passcodeTried.withLock { state in
+            defer { state = (.none, nil) }
+            return state
         }
     }
 
@@ -347,6 +416,7 @@ private struct SessionInteraction: AuthenticationInteraction {
     }
 
     func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes {
+        try session.checkThrottle()
         let timeout = session.server.settings.timeout
         let reply: (DaemonReply, [SecureBytes])
         do {
@@ -366,7 +436,9 @@ private struct SessionInteraction: AuthenticationInteraction {
             throw .systemCancel
         }
         switch reply.0.answer {
-        case .passcode where reply.1.count == 1: return reply.1[0]
+        case .passcode where reply.1.count == 1:
+            try session.admitTypedPasscode(reply.1[0])
+            return reply.1[0]
         case .failed(let error): throw error
         default: throw .interactionFailed("the client answered a passcode prompt with something else")
         }
