@@ -106,6 +106,7 @@ static const TPM2_CC ts_CC_PolicyNV          = TPM2_CC_PolicyNV;
 static const TPM2_CC ts_CC_PolicyOR          = TPM2_CC_PolicyOR;
 static const TPM2_CC ts_CC_PolicyAuthValue   = TPM2_CC_PolicyAuthValue;
 static const TPM2_CC ts_CC_PolicyCommandCode = TPM2_CC_PolicyCommandCode;
+static const TPM2_CC ts_CC_PolicySecret      = TPM2_CC_PolicySecret;
 static const TPM2_CC ts_CC_Unseal            = TPM2_CC_Unseal;
 static const TPM2_CC ts_CC_NV_ChangeAuth     = TPM2_CC_NV_ChangeAuth;
 

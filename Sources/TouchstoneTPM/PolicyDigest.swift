@@ -36,6 +36,14 @@ package struct PolicyDigest: Equatable, Sendable, CustomStringConvertible {
         bytes = Self.sha256(w.bytes)
     }
 
+    /// TPM2_PolicySecret with the entity named `authName` and an empty
+    /// policyRef: PolicyUpdate extends with the command code and the name,
+    /// then hashes again with the policyRef.
+    package mutating func policySecret(authName: [UInt8], policyRef: [UInt8] = []) {
+        extend(ts_CC_PolicySecret, authName)
+        bytes = Self.sha256(bytes + policyRef)
+    }
+
     /// TPM2_PolicyAuthValue.
     package mutating func policyAuthValue() { extend(ts_CC_PolicyAuthValue, []) }
 

@@ -80,6 +80,10 @@ package struct SealPolicy: Equatable, Sendable {
     /// Scheme 2: the passcode branch also needs the passcode counter at
     /// most this (PolicyAuthValue, then PolicyNV).
     package var passcodeCounter: CounterCondition?
+    /// Daemon mode: the name of the daemon's gate object, whose
+    /// PolicySecret heads every branch (set by `seal` from the TPM's
+    /// installed gate).
+    package var gateName: [UInt8]?
 
     package init(biometric: BiometricCondition?, passcode: Bool, passcodeCounter: CounterCondition? = nil) {
         precondition(passcodeCounter == nil || passcode, "a passcode counter needs the passcode branch")

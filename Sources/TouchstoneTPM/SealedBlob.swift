@@ -4,11 +4,14 @@ import TouchstoneSecure
 /// A key sealed to the TPM, as stored on disk.
 ///
 /// Layout (big-endian). Version 1 holds the first release's conditions;
-/// version 2 (written when a condition is a counter) adds flags 8 and 16:
+/// version 2 (written when a condition is a counter) adds flags 8 and 16;
+/// version 3 (written for a key sealed through the daemon's gate) adds
+/// flag 32 and the gate's name after the storage key's:
 ///
 ///     "TSBLOB" | version u8 | flags u8 (1 biometric, 2 passcode, 4 PCR 7,
 ///                                       8 biometric counter, 16 passcode counter)
 ///     srkName      u16 len + bytes   name of the storage key it was sealed under
+///     [flag 32]    gateName u16 len + bytes   the daemon's gate object
 ///     [biometric]  nvIndex u32 | nvName u16+bytes
 ///                  | domainState u16+bytes   (flag 8 clear)
 ///                  | counter u64             (flag 8: the generation, at most)
@@ -44,15 +47,17 @@ package struct SealedBlob: Equatable, Sendable {
     package func serialized() -> [UInt8] {
         var w = ByteWriter()
         w.raw(Self.magic)
-        w.u8(policy.usesCounters ? 2 : 1)
+        w.u8(policy.gateName != nil ? 3 : policy.usesCounters ? 2 : 1)
         var flags: UInt8 = 0
         if policy.biometric != nil { flags |= 1 }
         if policy.passcode { flags |= 2 }
         if policy.biometric?.bindPCR7 == true { flags |= 4 }
         if policy.biometric?.counterAtMost != nil { flags |= 8 }
         if policy.passcodeCounter != nil { flags |= 16 }
+        if policy.gateName != nil { flags |= 32 }
         w.u8(flags)
         w.sized16(srkName)
+        if let gate = policy.gateName { w.sized16(gate) }
         if let bio = policy.biometric {
             w.u32(bio.nvIndex)
             w.sized16(nvName)
@@ -89,19 +94,22 @@ package struct SealedBlob: Equatable, Sendable {
         do {
             _ = try r.raw(Self.magic.count, "magic")
             let version = try r.u8("version")
-            guard version == 1 || version == 2 else {
+            guard (1...3).contains(version) else {
                 throw TPMError.corruptedBlob(detail: "unknown sealed-key version \(version)")
             }
             let flags = try r.u8("flags")
             // Version 1 knows flags 1, 2, 4; version 2 adds the counters (at
             // least one of them). PCR 7 and a biometric counter need the
             // biometric branch, a passcode counter the passcode branch.
-            let known: UInt8 = version == 1 ? 7 : 31
+            // Version 3 adds the gate (flag 32, which it must carry).
+            let known: UInt8 = version == 1 ? 7 : version == 2 ? 31 : 63
             guard flags & ~known == 0, flags & 4 == 0 || flags & 1 != 0, flags & 8 == 0 || flags & 1 != 0,
-                  flags & 16 == 0 || flags & 2 != 0, version == 1 || flags & 24 != 0 else {
+                  flags & 16 == 0 || flags & 2 != 0, version != 2 || flags & 24 != 0,
+                  version != 3 || flags & 32 != 0 else {
                 throw TPMError.corruptedBlob(detail: "unknown flags 0x\(String(flags, radix: 16))")
             }
             srkName = try r.sized16("storage key name", max: 68)
+            let gateName = flags & 32 != 0 ? try r.sized16("gate name", max: 68) : nil
             nvName = []
             passcodeNVName = []
             pcr7Value = []
@@ -124,6 +132,7 @@ package struct SealedBlob: Equatable, Sendable {
                 passcodeCounter = CounterCondition(counter: index, atMost: try r.u64("passcode generation"))
             }
             policy = SealPolicy(biometric: biometric, passcode: flags & 2 != 0, passcodeCounter: passcodeCounter)
+            policy.gateName = gateName
             publicArea = try r.sized32("public area", max: 1024)
             privateArea = try r.sized32("private area", max: 1024)
             check = try r.raw(Self.checkSize, "check value")

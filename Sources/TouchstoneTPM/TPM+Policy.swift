@@ -9,11 +9,13 @@ extension TPM {
     package static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8],
                                    passcodeNVName: [UInt8] = []) -> PolicyDigest {
         var branches: [PolicyDigest] = []
-        if let bio = policy.biometric { branches.append(biometricBranch(bio, nvName: nvName, pcr7: pcr7)) }
-        if policy.passcode { branches.append(passcodeBranch(policy.passcodeCounter, nvName: passcodeNVName)) }
+        let gate = policy.gateName
+        if let bio = policy.biometric { branches.append(biometricBranch(bio, nvName: nvName, pcr7: pcr7, gate: gate)) }
+        if policy.passcode { branches.append(passcodeBranch(policy.passcodeCounter, nvName: passcodeNVName, gate: gate)) }
         switch branches.count {
         case 0:
             var d = PolicyDigest()
+            if let gate { d.policySecret(authName: gate) }
             d.policyCommandCode(ts_CC_Unseal)
             return d
         case 1: return branches[0]
@@ -26,8 +28,9 @@ extension TPM {
         authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value, passcodeNVName: blob.passcodeNVName)
     }
 
-    static func biometricBranch(_ bio: BiometricCondition, nvName: [UInt8], pcr7: [UInt8]) -> PolicyDigest {
+    static func biometricBranch(_ bio: BiometricCondition, nvName: [UInt8], pcr7: [UInt8], gate: [UInt8]? = nil) -> PolicyDigest {
         var d = PolicyDigest()
+        if let gate { d.policySecret(authName: gate) }
         if bio.bindPCR7 { d.policyPCR(pcrs: [7], values: [pcr7]) }
         let nv = bio.policyNV
         d.policyNV(operandB: nv.operand, operation: nv.operation, nvName: nvName)
@@ -35,8 +38,9 @@ extension TPM {
     }
 
     /// PolicyAuthValue, then (scheme 2) PolicyNV(passcode counter <= m).
-    static func passcodeBranch(_ counter: CounterCondition? = nil, nvName: [UInt8] = []) -> PolicyDigest {
+    static func passcodeBranch(_ counter: CounterCondition? = nil, nvName: [UInt8] = [], gate: [UInt8]? = nil) -> PolicyDigest {
         var d = PolicyDigest()
+        if let gate { d.policySecret(authName: gate) }
         d.policyAuthValue()
         if let counter {
             d.policyNV(operandB: counterOperand(counter.atMost), operation: UInt16(ts_EO_UNSIGNED_LE), nvName: nvName)
@@ -48,9 +52,9 @@ extension TPM {
         var list = TPML_DIGEST()
         list.count = 2
         list.digests.0 = try TPM2B_DIGEST(bytes: Self.biometricBranch(blob.policy.biometric!, nvName: blob.nvName,
-                                                                     pcr7: blob.pcr7Value).bytes)
+                                                                     pcr7: blob.pcr7Value, gate: blob.policy.gateName).bytes)
         list.digests.1 = try TPM2B_DIGEST(bytes: Self.passcodeBranch(blob.policy.passcodeCounter,
-                                                                    nvName: blob.passcodeNVName).bytes)
+                                                                    nvName: blob.passcodeNVName, gate: blob.policy.gateName).bytes)
         try check(Esys_PolicyOR(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &list), .policyOR, ctx)
     }
 }

@@ -12,9 +12,10 @@ extension TPM {
             guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
             let item = try load(blob, under: srk.handle, ctx)
             defer { flush(item, ctx) }
-            var newAuth = try authValue(new)
+            let peppered = blob.policy.gateName != nil
+            var newAuth = try authValue(peppered ? gated(new) : new)
             defer { wipe(&newAuth) }
-            try setAuth(item, old, ctx)
+            try setAuth(item, peppered ? gated(old) : old, ctx)
             defer { clearAuth(item, ctx) }
             let session = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_DECRYPT, ctx)
             var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?

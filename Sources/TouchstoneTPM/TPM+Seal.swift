@@ -15,8 +15,13 @@ extension TPM {
     /// `expectedNames`: the names the NV indices the policy names had when
     /// they were defined (by handle). An index whose name differs now was
     /// replaced by someone else: `nvIndexReplaced`, and nothing is sealed to it.
-    package func seal(_ key: SecureBytes, policy: SealPolicy, passcode: PasscodeAuth? = nil,
+    ///
+    /// With a gate installed (daemon mode), every branch needs the gate's
+    /// PolicySecret and the passcode's authValue is peppered.
+    package func seal(_ key: SecureBytes, policy requested: SealPolicy, passcode: PasscodeAuth? = nil,
                       expectedNames: [UInt32: [UInt8]] = [:]) throws -> SealedBlob {
+        var policy = requested
+        policy.gateName = installedGate?.name
         guard (1...Self.maximumKeySize).contains(key.count) else {
             throw TPMError.invalidArgument("a sealed key is 1 to \(Self.maximumKeySize) bytes, not \(key.count)")
         }
@@ -50,7 +55,7 @@ extension TPM {
             inSensitive.sensitive.data.buffer = data
             wipe(&data)
             if policy.passcode, let passcode {
-                inSensitive.sensitive.userAuth = try authValue(passcode)
+                inSensitive.sensitive.userAuth = try authValue(gated(passcode))
             }
 
             var inPublic = TPM2B_PUBLIC()

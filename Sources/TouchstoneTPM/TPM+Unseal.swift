@@ -13,6 +13,9 @@ extension TPM {
         try withContext { ctx in
             let srk = try storageRootKey(ctx)
             guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
+            if let gateName = blob.policy.gateName, installedGate?.name != gateName {
+                throw TPMError.branchNotAvailable("it is sealed through touchstoned's gate, which only the daemon holds")
+            }
             switch branch {
             case .biometric:
                 guard blob.policy.biometric != nil else { throw TPMError.branchNotAvailable("it has no biometric branch") }
@@ -38,6 +41,7 @@ extension TPM {
                 case .device:
                     let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
                     sessions.append(session)
+                    try gate(blob, session, ctx)
                     try check(Esys_PolicyCommandCode(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CC_Unseal),
                               .generic, ctx)
                     out = try runUnseal(item, session, ESYS_TR_NONE, .unsealDevice, ctx)
@@ -81,6 +85,7 @@ extension TPM {
         // would return wrong bytes. A separate salted HMAC session encrypts.
         let policy = try startSession(ts_SE_POLICY, salted: false, attributes: 0, ctx)
         sessions.append(policy)
+        try gate(blob, policy, ctx)
         if bio.bindPCR7 {
             var empty = TPM2B_DIGEST()
             var selection = Self.pcr7Selection()
@@ -141,6 +146,7 @@ extension TPM {
         // so the HMAC and the encrypted response reveal nothing to a sniffer.
         let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
         sessions.append(session)
+        try gate(blob, session, ctx)
         try check(Esys_PolicyAuthValue(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE), .generic, ctx)
         if let counter = blob.policy.passcodeCounter {
             // Scheme 2: the passcode counter at most the key's generation;
@@ -158,7 +164,7 @@ extension TPM {
         if blob.policy.biometric != nil {
             try policyOR(session, blob, ctx)
         }
-        try setAuth(item, passcode, ctx)
+        try setAuth(item, blob.policy.gateName != nil ? gated(passcode) : passcode, ctx)
         defer { clearAuth(item, ctx) }
         do {
             return try runUnseal(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
@@ -170,6 +176,12 @@ extension TPM {
             }
             throw error
         }
+    }
+
+    /// PolicySecret(gate) first, for a key sealed through the daemon's gate.
+    private func gate(_ blob: SealedBlob, _ session: ESYS_TR, _ ctx: OpaquePointer) throws {
+        guard blob.policy.gateName != nil, let gate = installedGate else { return }
+        try policySecret(gate, on: session, ctx)
     }
 
     private func runUnseal(_ item: ESYS_TR, _ auth: ESYS_TR, _ encrypt: ESYS_TR, _ op: TPMOperation,

@@ -36,12 +36,16 @@ package final class TPM: @unchecked Sendable {
     private let operationLock: SwtpmOperationLock?
     private var closedCommandCount = 0
     private var srk: (handle: ESYS_TR, name: [UInt8])?
+    /// The daemon's gate for this user, when the daemon opened this TPM:
+    /// every key sealed through this instance needs it (TPM+Gate.swift).
+    package let installedGate: TPMGate?
     var nvHandles: [UInt32: ESYS_TR] = [:]  // guarded by `lock`
 
     /// Opens the TPM at `tcti` (never a NULL or empty config: that would fall
     /// through to anything listening on localhost:2321).
-    package init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil) throws {
+    package init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil, gate: TPMGate? = nil) throws {
         self.tcti = tcti
+        installedGate = gate
         pinnedSRKName = expectedSRKName
         operationLock = SwtpmOperationLock(tcti: tcti)
         connection = try TCTIConnection(tcti: tcti)

@@ -99,6 +99,7 @@ enum TPMOperation {
     case incrementCounter
     case readCounter
     case objectChangeAuth
+    case policySecret
     case generic
 }
 
@@ -151,7 +152,7 @@ extension TPMError {
             if damaged.contains(base) { return .corruptedBlob(detail: "the TPM refused to load it (\(rc.text))") }
         case .unsealDevice:
             if base == ts_RC_POLICY_FAIL { return .corruptedBlob(detail: "the key's policy is not the one recorded") }
-        case .connect, .generic:
+        case .connect, .generic, .policySecret:
             break
         }
         return .other(code: rc.raw, text: rc.text)

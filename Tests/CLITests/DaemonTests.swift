@@ -116,7 +116,7 @@ struct DaemonTests {
 
         try rig.startDaemon()
         let touched = rig.withTouch(alice, "right-index", ["get", "bank", "alice"])
-        #expect(touched.stdoutText == "touch-secret", "\(touched.stderr)")
+        #expect(touched.stdoutText == "touch-secret", "\(touched.stderr)\n\(rig.daemonLog)")
         let byPasscode = rig.run(alice, ["get", "mail", "alice", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
         #expect(byPasscode.stdoutText == "pass-secret", "\(byPasscode.stderr)")
         #expect(rig.run(alice, ["list"]).code == 0)
@@ -183,6 +183,42 @@ struct DaemonTests {
         #expect(sandbox.run(["--embedded", "--daemon", missing, "list"]).code == 64)
     }
 
+    @Test("a copy of a user's daemon vault, opened in a process of its own with the daemon's TPM, opens nothing (every key needs the daemon's gate); a copy of an embedded vault on the same TPM opens, so the attack is real")
+    func copyOpensNothing() throws {
+        let rig = try DaemonRig()
+        defer { rig.close() }
+        let alice = rig.alice
+        try rig.setUp(alice, finger: "right-index-finger", as: "right-index")
+        for (service, access) in [("note", "none"), ("mail", "passcode"), ("bank", "biometry-current-set"), ("any", "biometry-any")] {
+            #expect(rig.run(alice, ["add", service, "alice", "--access", access], stdin: Array("\(service)-secret".utf8)).code == 0)
+        }
+        #expect(rig.withTouch(alice, "right-index", ["get", "bank", "alice"]).stdoutText == "bank-secret")
+        #expect(rig.run(alice, ["get", "note", "alice"]).stdoutText == "note-secret")
+
+        // The attack: the daemon's files for alice, copied out, and the same TPM.
+        let tcti = "swtpm:path=\(rig.daemonHome)/sim/tpm/sock"
+        let copy = rig.root + "/copy"
+        let cp = try Confinement.tool("cp")
+        #expect(try Swtpm.run(cp, ["-a", rig.daemonHome + "/users/\(alice.uid)", copy]) == 0)
+        #expect(try Swtpm.run(try Confinement.tool("chown"), ["-R", "\(getuid()):\(getgid())", copy]) == 0)
+        let attacker = CLIAttacker(rig: rig, home: copy, tcti: tcti)
+        for (service, passcode) in [("note", nil), ("mail", Self.passcode), ("bank", nil), ("any", nil)] as [(String, String?)] {
+            let attempt = attacker.run(["get", service, "alice"] + (passcode != nil ? ["--passcode-fd", "0"] : []),
+                                       stdin: passcode.map { CLISandbox.line($0) } ?? [])
+            #expect(attempt.code != 0 && attempt.stdout.isEmpty, "\(service): \(attempt.stdoutText) \(attempt.stderr)")
+            #expect(attempt.stderr.contains("touchstoned's gate"), "\(service): \(attempt.stderr)")
+        }
+
+        // The control: an embedded vault on the same TPM, copied the same way, opens.
+        let own = rig.root + "/embedded"
+        let control = CLIAttacker(rig: rig, home: own, tcti: tcti)
+        #expect(control.run(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode)).code == 0)
+        #expect(control.run(["add", "note", "me", "--access", "none"], stdin: Array("embedded-secret".utf8)).code == 0)
+        #expect(try Swtpm.run(cp, ["-a", own, own + "-copy"]) == 0)
+        let copied = CLIAttacker(rig: rig, home: own + "-copy", tcti: tcti).run(["get", "note", "me"])
+        #expect(copied.stdoutText == "embedded-secret", "\(copied.stderr)")
+    }
+
     /// Runs `command` as `user`; its status and output.
     private func runAs(_ user: TestUser, _ command: [String]) throws -> (status: Int32, output: String) {
         let wrapper = try user.wrapper()
@@ -190,6 +226,25 @@ struct DaemonTests {
         defer { try? FileManager.default.removeItem(atPath: (out as NSString).deletingLastPathComponent) }
         let status = try Swtpm.run(wrapper[0], Array(wrapper.dropFirst()) + command, output: out)
         return (status, (try? String(contentsOfFile: out, encoding: .utf8)) ?? "")
+    }
+}
+
+/// `touchstone --embedded` on a state folder of the test's choosing and a
+/// given TPM, as root: the attacker's own process.
+struct CLIAttacker {
+    let rig: DaemonRig
+    let home: String
+    let tcti: String
+
+    func run(_ arguments: [String], stdin: [UInt8] = []) -> CLIResult {
+        do {
+            return try CLIProcess.start(["--embedded", "--home", home, "--tpm", tcti] + arguments, stdin: stdin,
+                                        environment: ["PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+                                                      "TSS2_LOG": "all+none", "HOME": home],
+                                        scratch: rig.scratch).wait()
+        } catch {
+            return CLIResult(code: -1, stdout: [], stderr: "\(error)")
+        }
     }
 }
 

@@ -35,6 +35,8 @@ package final class DaemonServer: Sendable {
     let users: UserEngines
     /// Every passcode attempt's throttle and verifier, per uid.
     let gate: PasscodeGate
+    /// Every user's TPM gate.
+    let gates: GateStore
     private let sessions = Mutex<[ObjectIdentifier: DaemonSession]>([:])
     private let stopping = Atomic<Bool>(false)
 
@@ -44,6 +46,7 @@ package final class DaemonServer: Sendable {
         self.log = DaemonLog(write: log)
         users = UserEngines(settings: settings)
         gate = try PasscodeGate(home: settings.home)
+        gates = try GateStore(home: settings.home)
     }
 
     /// Accepts connections on `listener` (a bound, listening Unix socket)
@@ -115,14 +118,24 @@ actor UserEngines {
 
     init(settings: DaemonServer.Settings) { self.settings = settings }
 
+    /// The TCTI of the daemon's TPM.
+    var tcti: String {
+        switch settings.tpm {
+        case .tcti(let tcti): tcti
+        case .simulator: Simulator(home: settings.home).tcti
+        }
+    }
+
     /// The configuration of `uid`'s state folder.
     func configuration(for uid: uid_t) -> Configuration {
         let folder = settings.home.appendingPathComponent("users").appendingPathComponent(String(uid))
         return Configuration(home: folder, tpm: settings.tpm, reader: settings.reader, user: Self.name(of: uid))
     }
 
-    /// The engine of `uid`'s state folder, created 0700 on first use.
-    func engine(for uid: uid_t) async throws(DeviceError) -> InProcessEngine {
+    /// The engine of `uid`'s state folder, created 0700 on first use, with
+    /// the user's gate (created with a new vault; a vault older than the
+    /// gate opens without one).
+    func engine(for uid: uid_t, gates: GateStore) async throws(DeviceError) -> InProcessEngine {
         if let engine = engines[uid] { return engine }
         let configuration = configuration(for: uid)
         for path in [configuration.home.deletingLastPathComponent().path, configuration.home.path] {
@@ -130,7 +143,9 @@ actor UserEngines {
                 throw .storage(StorageFailure(.stateFolder, "cannot create \(path): \(String(cString: strerror(errno)))"))
             }
         }
-        let engine = try await InProcessEngine.open(configuration)
+        let gate = try gates.gate(for: uid, vaultExists: FileManager.default.fileExists(
+            atPath: configuration.home.appendingPathComponent("vault.sqlite").path), tcti: tcti)
+        let engine = try await InProcessEngine.open(configuration, gate: gate)
         engines[uid] = engine
         return engine
     }

@@ -97,7 +97,9 @@ final class DaemonSession: Sendable {
     }
 
     private func carryOut(_ frame: DaemonWire.Frame) async {
-        defer {
+        /// The call is over before its answer goes out: a client sends its
+        /// next request as soon as it has the answer.
+        func finished() {
             state.withLock { $0.inFlight = nil }
             busy.store(false, ordering: .relaxed)
         }
@@ -113,10 +115,12 @@ final class DaemonSession: Sendable {
             log("\(callName): \(Self.summary(outcome))" + (request.call.reason.map { " (reason: \(Self.clean($0)))" } ?? ""))
         } catch {
             log("refused: \(error)")
+            finished()
             try? socket.send(try DaemonWire.Frame(.response, DaemonOutcome.refused("\(error)")))
             socket.shut()
             return
         }
+        finished()
         do {
             try socket.send(try DaemonWire.Frame(.response, outcome, secrets: secrets))
         } catch {
@@ -129,7 +133,7 @@ final class DaemonSession: Sendable {
     private func perform(_ call: DaemonCall, _ secrets: [SecureBytes]) async -> (DaemonOutcome, [SecureBytes]) {
         let engine: InProcessEngine
         do {
-            engine = try await server.users.engine(for: uid)
+            engine = try await server.users.engine(for: uid, gates: server.gates)
         } catch {
             switch call {
             case .status: break  // reported below, part by part

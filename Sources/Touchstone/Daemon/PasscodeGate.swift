@@ -51,8 +51,9 @@ package final class PasscodeGate: Sendable {
             pepper = SecureBytes(consuming: &stored)
         } else {
             let fresh = SecureBytes.random(count: 32)
-            try database.query("INSERT OR REPLACE INTO meta(key, value) VALUES('pepper', ?)",
-                               [.blob(fresh.withUnsafeBytes { Array($0) })])
+            var bytes = fresh.withUnsafeBytes { Array($0) }
+            defer { secureWipe(&bytes) }
+            try database.query("INSERT OR REPLACE INTO meta(key, value) VALUES('pepper', ?)", [.blob(bytes)])
             pepper = fresh
         }
         self.now = now

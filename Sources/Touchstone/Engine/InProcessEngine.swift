@@ -44,10 +44,12 @@ package actor InProcessEngine: Engine {
     /// Opens the vault of `configuration` (creating it on first use) with
     /// its TPM, on `thread` (one of its own by default), which then runs the
     /// engine; on a failure the thread is given back.
-    static func open(_ configuration: Configuration,
-                     on thread: DedicatedThread = makeThread()) async throws(DeviceError) -> InProcessEngine {
+    /// `gate`: the daemon's gate for this user (daemon mode only): every
+    /// key this engine seals needs it.
+    static func open(_ configuration: Configuration, on thread: DedicatedThread = makeThread(),
+                     gate: TPMGate? = nil) async throws(DeviceError) -> InProcessEngine {
         do {
-            let backend = try await thread.run { try Backend(configuration) }
+            let backend = try await thread.run { try Backend(configuration, gate: gate) }
             return InProcessEngine(configuration: configuration, thread: thread, backend: backend)
         } catch {
             thread.recycle()
@@ -70,13 +72,13 @@ struct Backend: Sendable {
     let vault: Vault
     let readerTarget: ReaderTarget
 
-    init(_ configuration: Configuration) throws {
+    init(_ configuration: Configuration, gate: TPMGate? = nil) throws {
         // The state folder first: one the user cannot read would otherwise
         // show as a simulator that is not running.
         _ = try Vault.checkStateDirectory(configuration.home)
         let tcti = try Self.tcti(configuration)
         readerTarget = try ReaderTarget(configuration)
-        tpm = try TPM(tcti: tcti)
+        tpm = try TPM(tcti: tcti, gate: gate)
         vault = try Vault(home: configuration.home, tpm: tpm, user: configuration.user)
     }
 

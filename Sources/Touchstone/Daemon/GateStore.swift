@@ -1,0 +1,48 @@
+import Foundation
+import TouchstoneSecure
+import TouchstoneTPM
+import TouchstoneVault
+
+/// Every client user's TPM gate (TPM+Gate.swift), in the daemon's database
+/// (`HOME/daemon.sqlite`, table `gates`): the gate object's public and
+/// private areas, its authValue and the pepper. Nothing of it leaves the
+/// daemon; whoever reads this table holds every user's gate.
+package final class GateStore: Sendable {
+    private let database: SQLiteDatabase
+
+    package init(home: URL) throws {
+        database = try SQLiteDatabase(path: home.appendingPathComponent("daemon.sqlite").path)
+        try database.execute("""
+            CREATE TABLE IF NOT EXISTS gates(uid INTEGER PRIMARY KEY, public BLOB NOT NULL, private BLOB NOT NULL,
+                                             name BLOB NOT NULL, auth BLOB NOT NULL, pepper BLOB NOT NULL)
+            """)
+    }
+
+    /// `uid`'s gate; created (on the TPM at `tcti`) for a user whose vault
+    /// does not exist yet. A vault made before gates existed gets none.
+    func gate(for uid: uid_t, vaultExists: Bool, tcti: String) throws(DeviceError) -> TPMGate? {
+        do {
+            if let stored = try database.firstRow("SELECT public, private, name, auth, pepper FROM gates WHERE uid = ?",
+                                                  [.integer(Int64(uid))], { row -> TPMGate in
+                var auth = row.blob(3), pepper = row.blob(4)
+                return TPMGate(publicArea: row.blob(0), privateArea: row.blob(1), name: row.blob(2),
+                               authValue: SecureBytes(consuming: &auth), pepper: SecureBytes(consuming: &pepper))
+            }) {
+                return stored
+            }
+            guard !vaultExists else { return nil }
+            let gate = try TPM(tcti: tcti).createGate()
+            var auth = gate.authValue.withUnsafeBytes { Array($0) }
+            var pepper = gate.pepper.withUnsafeBytes { Array($0) }
+            defer { secureWipe(&auth); secureWipe(&pepper) }
+            try database.query("INSERT INTO gates(uid, public, private, name, auth, pepper) VALUES(?, ?, ?, ?, ?, ?)",
+                               [.integer(Int64(uid)), .blob(gate.publicArea), .blob(gate.privateArea), .blob(gate.name),
+                                .blob(auth), .blob(pepper)])
+            return gate
+        } catch let error as DeviceError {
+            throw error
+        } catch {
+            throw DeviceError(BackendFailure(error))
+        }
+    }
+}
