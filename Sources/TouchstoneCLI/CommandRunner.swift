@@ -54,6 +54,7 @@ enum CommandRunner {
         case .list(let service): try await session.list(service: service)
         case .sim(let sim): try await session.simulator(sim)
         case .demo: throw CLIFailure(.failure, "demo runs on its own")
+        case .importVault(let remove): try await session.importVault(remove: remove)
         }
     }
 }

@@ -131,3 +131,33 @@ extension Status {
             """
     }
 }
+
+// MARK: - import
+
+extension Session {
+    /// `import [--remove]`: the embedded vault of --home into the daemon.
+    func importVault(remove: Bool) async throws {
+        guard case .daemon = configuration.resolvedEngine else {
+            throw CLIFailure(.failure, "import moves the embedded vault into touchstoned, and no daemon was chosen",
+                             hint: "give its socket with --daemon PATH (with --sim: touchstone sim start --daemon)")
+        }
+        var source = configuration
+        source.engine = .embedded
+        let passcode = try await interaction.readPasscode(prompt: "Passcode of the vault in \(configuration.home.path): ")
+        let report = try await withDevice { device in
+            try await device.importEmbeddedVault(from: source, passcode: passcode, removing: remove)
+        }
+        if options.json {
+            try Output.json(report)
+            return
+        }
+        Output.progress("imported \(report.items) item(s) and \(report.fingers.count) finger(s) into touchstoned")
+        for item in report.leftOut {
+            Output.progress("left out (\(item.state.rawValue)): " + (item.attributes.map { "\($0.service) / \($0.account)" } ?? "a record that does not decrypt"))
+        }
+        switch report.embedded {
+        case .readOnly: Output.progress("the embedded vault in \(configuration.home.path) is now read-only: it lists and opens with --embedded, and changes nothing")
+        case .removed: Output.progress("the embedded vault in \(configuration.home.path) was removed")
+        }
+    }
+}

@@ -30,6 +30,9 @@ public enum Command: Sendable, Hashable {
     case sim(SimulatorCommand)
     /// `demo`: the backend walk-through on a private swtpm.
     case demo
+    /// `import [--remove]`: move the embedded vault of the state folder into
+    /// the daemon.
+    case importVault(remove: Bool)
 
     /// What `passcode` does.
     public enum PasscodeAction: String, Sendable, Hashable, CaseIterable {
@@ -96,6 +99,7 @@ public enum Command: Sendable, Hashable {
             case .unplug: "sim unplug"
             }
         case .demo: "demo"
+        case .importVault: "import"
         }
     }
 }

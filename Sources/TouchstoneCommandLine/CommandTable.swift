@@ -14,7 +14,7 @@ enum CommandTable {
             """,
         subcommands: [
             status, passcode, enroll, unenroll, fingers, verify,
-            add, get, update, delete, list, sim, demo, help,
+            add, get, update, delete, list, importVault, sim, demo, help,
         ])
 
     // MARK: Reader, TPM and passcode
@@ -54,6 +54,20 @@ enum CommandTable {
                     return .passcode(.remove)
                 }),
         ])
+
+    static let importVault = CommandDescription(
+        name: "import",
+        abstract: "Move the embedded vault of the state folder into the daemon.",
+        discussion: """
+            Needs the vault's passcode, and a daemon (--daemon PATH, or its socket) \
+            that holds no vault for you yet. Moves the passcode, the enrolled \
+            fingers and every item that still opens, with its attributes and access \
+            control; items no way opens any more are listed and left. Then the \
+            embedded vault is made read-only (it still lists and opens with \
+            --embedded), or removed with --remove.
+            """,
+        options: [Option.remove],
+        make: { invocation in .importVault(remove: invocation.flag(Option.remove)) })
 
     static let enroll = CommandDescription(
         name: "enroll",
@@ -264,6 +278,7 @@ enum CommandTable {
         static let comment = OptionDescription(names: ["--comment"], valueName: "text", help: "A comment shown by 'list'.")
         static let reason = OptionDescription(names: ["--reason"], valueName: "text", help: "Why the secret is wanted, shown while waiting for a touch.")
         static let service = OptionDescription(names: ["--service"], valueName: "service", help: "Only the items of this service.")
+        static let remove = OptionDescription(names: ["--remove"], help: "Remove the embedded vault after the import, instead of leaving it read-only.")
         static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
         static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")
         static let wait = OptionDescription(names: ["--wait"], valueName: "seconds", help: "How long to wait for a process to open the reader, at most 3600.", defaultValue: "the --timeout value")

@@ -102,13 +102,30 @@ package final class Vault: @unchecked Sendable {
     }
 
     /// Whether the vault was opened read-only (its folder is on a read-only
-    /// file system): every change is refused.
-    package var isReadOnly: Bool { db.isReadOnly }
+    /// file system), or was moved into the daemon (`retire`): every change
+    /// is refused.
+    package var isReadOnly: Bool { db.isReadOnly || isRetired }
+
+    /// Whether `touchstone import` moved this vault into the daemon: it
+    /// then only lists and opens.
+    package var isRetired: Bool { ((try? meta(Self.retiredKey)) ?? nil) != nil }
+    static let retiredKey = "retired_to_daemon"
 
     /// Throws the read-only error when the vault cannot be changed. Called
     /// before anything that writes, so no TPM state changes first.
     package func requireWritable() throws {
         if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
+        if isRetired {
+            throw VaultError.storage(StorageFailure(.readOnly, "cannot change the vault in \(home.path): it was moved into touchstoned (touchstone import), and only lists and opens",
+                                                    fix: "use the daemon's vault (without --embedded)"))
+        }
+    }
+
+    /// Marks the vault as moved into the daemon: from now on it is
+    /// read-only (the one change it takes, after an import).
+    package func retire() throws {
+        if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
+        try setMeta(Self.retiredKey, Array(ISO8601DateFormatter().string(from: Date()).utf8))
     }
 
     /// Checks an existing state folder: a directory, private (not readable

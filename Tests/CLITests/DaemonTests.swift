@@ -394,3 +394,68 @@ struct DaemonThrottleTests {
         #expect(get(alice, Self.passcode).code == 0, "a right passcode cleared the count: one wrong try does not hold")
     }
 }
+
+@Suite("touchstone import: an embedded vault moved into the daemon")
+struct DaemonImportTests {
+    static let passcode = CLISandbox.passcode
+
+    @Test("import: a wrong passcode moves nothing; the right one moves the passcode, both fingers and every item that opens, with its attributes and access control, the invalidated one listed and left; the embedded vault then lists and opens and refuses changes; a second import is refused")
+    func importEmbeddedVault() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+        #expect(sandbox.run(["--sim", "add", "old", "a", "--access", "biometry-current-set"], stdin: Array("s-old".utf8)).code == 0)
+        #expect(sandbox.enroll("left-thumb", as: "alice-thumb").code == 0)
+        for access in ["none", "passcode", "biometry-current-set", "biometry-any", "user-presence"] {
+            #expect(sandbox.run(["--sim", "add", access, "a", "--access", access, "--label", "L-\(access)", "--comment", "C"],
+                                stdin: Array("s-\(access)".utf8)).code == 0)
+        }
+        let before = try Self.list(sandbox, ["--sim", "--embedded"])
+        #expect(before.count == 6)
+
+        #expect(sandbox.run(["--sim", "import", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode)).code == 1,
+                "no daemon chosen yet")
+        #expect(sandbox.run(["sim", "start", "--daemon"]).code == 0)
+        let wrong = sandbox.run(["--sim", "import", "--passcode-fd", "0"], stdin: CLISandbox.line("not-it"))
+        #expect(wrong.code == 2, "\(wrong.stderr)")
+        #expect(try Self.list(sandbox, ["--sim"]).isEmpty, "a wrong passcode moved nothing")
+
+        let imported = sandbox.run(["--sim", "import", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        #expect(imported.code == 0, "\(imported.stderr)")
+        #expect(imported.stderr.contains("imported 5 item(s) and 2 finger(s)"), "\(imported.stderr)")
+        #expect(imported.stderr.contains("left out (invalidated): old / a"))
+
+        // In the daemon: the same items (less the invalidated one), attributes and dates as they were.
+        let after = try Self.list(sandbox, ["--sim"])
+        let kept = before.filter { $0["service"] as? String != "old" }
+        #expect(after.count == kept.count)
+        for item in kept {
+            let service = item["service"] as? String
+            let moved = after.first { $0["service"] as? String == service }
+            for key in ["account", "access", "label", "comment", "created", "modified", "state"] {
+                #expect("\(moved?[key] ?? "missing")" == "\(item[key] ?? "missing")", "\(service ?? "?"): \(key)")
+            }
+        }
+        #expect(sandbox.run(["--sim", "get", "none", "a"]).stdoutText == "s-none")
+        #expect(sandbox.run(["--sim", "get", "passcode", "a", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode)).stdoutText == "s-passcode")
+        #expect(sandbox.withTouch("alice", ["--sim", "get", "biometry-current-set", "a"]).stdoutText == "s-biometry-current-set")
+        #expect(sandbox.withTouch("alice-thumb", ["--sim", "get", "biometry-any", "a"]).stdoutText == "s-biometry-any")
+        #expect(sandbox.withTouch("stranger", ["--sim", "get", "biometry-current-set", "a"]).code == 2)
+        #expect(sandbox.run(["--sim", "fingers"]).stdoutText.contains("left-thumb"))
+
+        // The embedded vault: lists and opens, changes nothing.
+        #expect(try Self.list(sandbox, ["--sim", "--embedded"]).count == 6)
+        #expect(sandbox.run(["--sim", "--embedded", "get", "none", "a"]).stdoutText == "s-none")
+        let change = sandbox.run(["--sim", "--embedded", "add", "new", "a", "--access", "none"], stdin: Array("x".utf8))
+        #expect(change.code == 1 && change.stderr.contains("moved into touchstoned"), "\(change.stderr)")
+        let again = sandbox.run(["--sim", "import", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        #expect(again.code == 1 && again.stderr.contains("already holds a vault"), "\(again.stderr)")
+    }
+
+    static func list(_ sandbox: CLISandbox, _ options: [String]) throws -> [[String: Any]] {
+        let result = sandbox.run(options + ["--json", "list"])
+        guard result.code == 0 else { throw RigFailure("list: \(result.stderr)") }
+        return try JSONSerialization.jsonObject(with: Data(result.stdout)) as? [[String: Any]] ?? []
+    }
+}

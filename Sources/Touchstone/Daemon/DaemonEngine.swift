@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TouchstoneFingerprint
 import TouchstoneSecure
 
 /// The engine that asks `touchstoned`: every call is one request on the
@@ -173,6 +174,13 @@ package actor DaemonEngine: Engine {
 
     package func unenroll(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {
         _ = try await device(.unenroll(finger: finger), secrets: [passcode])
+    }
+
+    /// An import's prints, stored as the daemon vault's enrolled set.
+    func importFingers(_ prints: [EnrolledPrint], reader: ReaderIdentity, passcode: SecureBytes) async throws(DeviceError) {
+        let secrets = [passcode] + prints.map { SecureBytes(copying: $0.data) }
+        _ = try await device(.importFingers(driver: reader.driver, deviceID: reader.deviceID, fingers: prints.map(\.finger)),
+                             secrets: secrets)
     }
 
     // MARK: - Authentication

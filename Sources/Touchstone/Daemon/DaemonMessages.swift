@@ -32,6 +32,9 @@ package enum DaemonCall: Codable, Sendable, Hashable {
     case delete(service: String, account: String)
     case items(service: String?)
     case attributes(service: String, account: String)
+    /// An import's enrolled set. Secrets: the passcode, then each finger's
+    /// print, in the order of `fingers`.
+    case importFingers(driver: String, deviceID: String, fingers: [Finger])
 
     /// A short name for the daemon's log (no item names, no secrets).
     package var name: String {
@@ -54,6 +57,7 @@ package enum DaemonCall: Codable, Sendable, Hashable {
         case .delete: "delete"
         case .items: "list"
         case .attributes: "attributes"
+        case .importFingers: "import-fingers"
         }
     }
 
@@ -63,6 +67,7 @@ package enum DaemonCall: Codable, Sendable, Hashable {
         case .setPasscode, .removePasscode, .enroll, .unenroll, .add: 1...1
         case .changePasscode: 2...2
         case .update(_, _, let newSecret, _, _, _, _): newSecret ? 1...1 : 0...0
+        case .importFingers(_, _, let fingers): (1 + fingers.count)...(1 + fingers.count)
         default: 0...0
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import TouchstoneFingerprint
 import TouchstoneSecure
 #if canImport(Glibc)
 import Glibc
@@ -240,6 +241,16 @@ final class DaemonSession: Sendable {
             return done(.items(try await engine.items(service: service)))
         case .attributes(let service, let account):
             return done(.attributes(try await engine.attributes(service: service, account: account)))
+        case .importFingers(let driver, let deviceID, let fingers):
+            guard fingers.count <= 10, Set(fingers).count == fingers.count else {
+                throw DeviceError.invalidPasscode("an import carries at most ten fingers, each once")
+            }
+            let reader = ReaderIdentity(driver: driver, deviceID: deviceID)
+            let prints = zip(fingers, secrets.dropFirst()).map { finger, data in
+                EnrolledPrint(finger: finger, reader: reader, data: data.withUnsafeBytes { Array($0) })
+            }
+            try await gated(secrets[0]) { try await engine.importFingers(prints, reader: reader, passcode: secrets[0]) }
+            return done(.none)
         }
     }
 

@@ -21,8 +21,9 @@ package enum DaemonWire {
     package static let maximumBody = Keychain.maximumSecretSize + (256 << 10)
     /// The longest control part.
     package static let maximumControl = 256 << 10
-    /// Most secrets in one frame (a passcode change carries two).
-    package static let maximumSecrets = 4
+    /// Most secrets in one frame (an import's prints: the passcode and up
+    /// to ten prints).
+    package static let maximumSecrets = 12
 
     package enum Kind: UInt8, Sendable {
         /// Client: a call (`Request`). One at a time per connection.

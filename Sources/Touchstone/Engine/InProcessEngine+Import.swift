@@ -1,0 +1,53 @@
+import Foundation
+import TouchstoneFingerprint
+import TouchstoneSecure
+import TouchstoneTPM
+import TouchstoneVault
+
+/// What moving an embedded vault into the daemon reads and writes.
+extension InProcessEngine {
+    /// Everything an import carries, read with the passcode: the enrolled
+    /// prints and every item's attributes and secret. Biometric class keys
+    /// open through their biometric branch without a touch, which any
+    /// process of the user's can do with an embedded vault (that is what
+    /// the daemon ends); the passcode proves the import. Items whose every
+    /// way in is closed (invalidated) or that do not decrypt are left out,
+    /// and listed.
+    func export(passcode: SecureBytes) async throws(DeviceError) -> VaultExport {
+        try await device {
+            var proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))
+            proof.biometricMatch = true
+            let fingers = try vault.enrolledFingers()
+            var items: [(ItemAttributes, SecureBytes)] = []
+            var leftOut: [ListedItem] = []
+            for listed in try vault.list() {
+                guard listed.state == .ok, let attributes = listed.attributes else {
+                    leftOut.append(listed)
+                    continue
+                }
+                items.append((attributes, try vault.secret(service: attributes.service, account: attributes.account, proof: proof)))
+            }
+            return VaultExport(prints: fingers.prints, reader: fingers.reader, items: items, leftOut: leftOut)
+        }
+    }
+
+    /// After an import: this vault only lists and opens from now on.
+    func retire() async throws(DeviceError) {
+        try await device { try vault.retire() }
+    }
+
+    /// An import's prints, stored as this vault's enrolled set (an
+    /// enrolment change, with the passcode).
+    func importFingers(_ prints: [EnrolledPrint], reader: ReaderIdentity?, passcode: SecureBytes) async throws(DeviceError) {
+        try await device {
+            _ = try vault.changeFingers(to: prints, reader: reader, proof: VaultProof(passcode: PasscodeAuth(passcode: passcode)))
+        }
+    }
+}
+
+struct VaultExport: Sendable {
+    let prints: [EnrolledPrint]
+    let reader: ReaderIdentity?
+    let items: [(ItemAttributes, SecureBytes)]
+    let leftOut: [ListedItem]
+}
