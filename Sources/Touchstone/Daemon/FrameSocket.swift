@@ -55,6 +55,16 @@ package final class FrameSocket: Sendable {
         return credentials
     }
 
+    /// A pidfd of the peer (SO_PEERPIDFD, Linux 6.5 and later; the caller
+    /// closes it), or nil where the kernel has none.
+    package func peerPIDFD() -> Int32? {
+        let soPeerPIDFD: Int32 = 77  // <asm-generic/socket.h>, newer than Debian 12's headers
+        var pidfd: Int32 = -1
+        var size = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(fd, SOL_SOCKET, soPeerPIDFD, &pidfd, &size) == 0, pidfd >= 0 else { return nil }
+        return pidfd
+    }
+
     /// Sends one frame whole.
     package func send(_ frame: DaemonWire.Frame) throws(DaemonWireError) {
         let body = try frame.body()
