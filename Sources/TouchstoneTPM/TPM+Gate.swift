@@ -52,29 +52,11 @@ extension TPM {
             inPublic.publicArea.nameAlg = ts_ALG_SHA256
             inPublic.publicArea.objectAttributes = ts_OBJ_FIXEDTPM | ts_OBJ_FIXEDPARENT | ts_OBJ_USERWITHAUTH | ts_OBJ_NODA
             inPublic.publicArea.parameters.keyedHashDetail.scheme.scheme = ts_ALG_NULL
-            var outsideInfo = TPM2B_DATA()
-            var creationPCR = TPML_PCR_SELECTION()
-            var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
-            var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-            var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
-            var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
-            var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
-            let session = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_DECRYPT, ctx)
-            let rc = Esys_Create(ctx, srk.handle, session, ESYS_TR_NONE, ESYS_TR_NONE, &inSensitive, &inPublic,
-                                 &outsideInfo, &creationPCR, &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
-            defer { Esys_Free(outPrivate); Esys_Free(outPublic); Esys_Free(creationData); Esys_Free(creationHash); Esys_Free(ticket) }
-            if rc != ts_RC_SUCCESS {
-                flush(session, ctx)
-                try check(rc, .generic, ctx)
-            }
-            guard let outPrivate, let outPublic else { throw TPMError.other(code: 0, text: "TPM2_Create returned no gate object") }
-            let publicArea = try marshal(outPublic, Tss2_MU_TPM2B_PUBLIC_Marshal)
-            let privateArea = try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal)
-            var loaded: ESYS_TR = ESYS_TR_NONE
-            try check(Esys_Load(ctx, srk.handle, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, outPrivate, outPublic, &loaded),
-                      .load, ctx)
+            let created = try create(&inSensitive, &inPublic, under: srk.handle, ctx)
+            let loaded = try loadObject(created.publicArea, created.privateArea, under: srk.handle,
+                                    unparsable: "the new gate object does not parse", ctx)
             defer { flush(loaded, ctx) }
-            return TPMGate(publicArea: publicArea, privateArea: privateArea, name: try name(of: loaded, ctx),
+            return TPMGate(publicArea: created.publicArea, privateArea: created.privateArea, name: try name(of: loaded, ctx),
                            authValue: gateAuth, pepper: pepper)
         }
     }
@@ -85,17 +67,8 @@ extension TPM {
     /// FlushContext.
     func policySecret(_ gate: TPMGate, on policy: ESYS_TR, _ ctx: OpaquePointer) throws {
         let srk = try storageRootKey(ctx)
-        var inPublic = TPM2B_PUBLIC()
-        var inPrivate = TPM2B_PRIVATE()
-        do {
-            try unmarshal(gate.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
-            try unmarshal(gate.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
-        } catch {
-            throw TPMError.corruptedBlob(detail: "the daemon's gate object does not parse")
-        }
-        var object: ESYS_TR = ESYS_TR_NONE
-        try check(Esys_Load(ctx, srk.handle, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &object),
-                  .load, ctx)
+        let object = try loadObject(gate.publicArea, gate.privateArea, under: srk.handle,
+                                    unparsable: "the daemon's gate object does not parse", ctx)
         defer { flush(object, ctx) }
         try setAuth(object, PasscodeAuth(authValue: gate.authValue), ctx)
         defer { clearAuth(object, ctx) }

@@ -65,30 +65,37 @@ extension TPM {
             inPublic.publicArea.authPolicy = try TPM2B_DIGEST(bytes: authPolicy.bytes)
             inPublic.publicArea.parameters.keyedHashDetail.scheme.scheme = ts_ALG_NULL
 
-            var outsideInfo = TPM2B_DATA()
-            var creationPCR = TPML_PCR_SELECTION()
-            var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
-            var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
-            var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
-            var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
-            var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
-            // The SRK's (empty) auth through a salted session that encrypts
-            // inSensitive: the key and the authValue cross the bus encrypted.
-            let session = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_DECRYPT, ctx)
-            let rc = Esys_Create(ctx, srk.handle, session, ESYS_TR_NONE, ESYS_TR_NONE, &inSensitive, &inPublic,
-                                 &outsideInfo, &creationPCR, &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
-            defer { Esys_Free(outPrivate); Esys_Free(outPublic); Esys_Free(creationData); Esys_Free(creationHash); Esys_Free(ticket) }
-            if rc != ts_RC_SUCCESS {
-                flush(session, ctx)
-                try check(rc, .generic, ctx)
-            }
-            guard let outPrivate, let outPublic else {
-                throw TPMError.other(code: 0, text: "TPM2_Create returned no object")
-            }
+            let created = try create(&inSensitive, &inPublic, under: srk.handle, ctx)
             return SealedBlob(policy: policy, srkName: srk.name, nvName: nvName, passcodeNVName: passcodeNVName, pcr7Value: pcr7,
-                              publicArea: try marshal(outPublic, Tss2_MU_TPM2B_PUBLIC_Marshal),
-                              privateArea: try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal),
+                              publicArea: created.publicArea, privateArea: created.privateArea,
                               check: SealedBlob.checkValue(of: key))
         }
+    }
+
+    /// TPM2_Create under `parent` (the SRK, whose auth is empty) through a
+    /// salted session that encrypts inSensitive, so the key and the
+    /// authValue cross the bus encrypted; the new object's marshalled
+    /// TPM2B_PUBLIC and TPM2B_PRIVATE.
+    func create(_ inSensitive: inout TPM2B_SENSITIVE_CREATE, _ inPublic: inout TPM2B_PUBLIC, under parent: ESYS_TR,
+                _ ctx: OpaquePointer) throws -> (publicArea: [UInt8], privateArea: [UInt8]) {
+        var outsideInfo = TPM2B_DATA()
+        var creationPCR = TPML_PCR_SELECTION()
+        var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?
+        var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
+        var creationData: UnsafeMutablePointer<TPM2B_CREATION_DATA>?
+        var creationHash: UnsafeMutablePointer<TPM2B_DIGEST>?
+        var ticket: UnsafeMutablePointer<TPMT_TK_CREATION>?
+        let session = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_DECRYPT, ctx)
+        let rc = Esys_Create(ctx, parent, session, ESYS_TR_NONE, ESYS_TR_NONE, &inSensitive, &inPublic,
+                             &outsideInfo, &creationPCR, &outPrivate, &outPublic, &creationData, &creationHash, &ticket)
+        defer { Esys_Free(outPrivate); Esys_Free(outPublic); Esys_Free(creationData); Esys_Free(creationHash); Esys_Free(ticket) }
+        if rc != ts_RC_SUCCESS {
+            flush(session, ctx)
+            try check(rc, .generic, ctx)
+        }
+        guard let outPrivate, let outPublic else {
+            throw TPMError.other(code: 0, text: "TPM2_Create returned no object")
+        }
+        return (try marshal(outPublic, Tss2_MU_TPM2B_PUBLIC_Marshal), try marshal(outPrivate, Tss2_MU_TPM2B_PRIVATE_Marshal))
     }
 }

@@ -232,20 +232,29 @@ extension TPM {
     /// public area whose policy is not the one recorded is refused first:
     /// the key could not be opened, and the error would be less clear later.
     func load(_ blob: SealedBlob, under srk: ESYS_TR, _ ctx: OpaquePointer) throws -> ESYS_TR {
+        try loadObject(blob.publicArea, blob.privateArea, under: srk, unparsable: "its TPM structures do not parse",
+                       policy: Self.authPolicy(of: blob), ctx)
+    }
+
+    /// Loads marshalled public and private areas under `parent` (the
+    /// caller flushes the object); `policy`, when given, must be the
+    /// object's authPolicy. `unparsable`: the corruptedBlob detail when the
+    /// areas do not parse.
+    func loadObject(_ publicArea: [UInt8], _ privateArea: [UInt8], under parent: ESYS_TR, unparsable: String,
+                    policy: PolicyDigest? = nil, _ ctx: OpaquePointer) throws -> ESYS_TR {
         var inPublic = TPM2B_PUBLIC()
         var inPrivate = TPM2B_PRIVATE()
         do {
-            try unmarshal(blob.publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
-            try unmarshal(blob.privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
+            try unmarshal(publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
+            try unmarshal(privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
         } catch {
-            throw TPMError.corruptedBlob(detail: "its TPM structures do not parse")
+            throw TPMError.corruptedBlob(detail: unparsable)
         }
-        let expected = Self.authPolicy(of: blob)
-        guard tupleBytes(inPublic.publicArea.authPolicy.buffer, size: inPublic.publicArea.authPolicy.size) == expected.bytes else {
+        if let policy, tupleBytes(inPublic.publicArea.authPolicy.buffer, size: inPublic.publicArea.authPolicy.size) != policy.bytes {
             throw TPMError.corruptedBlob(detail: "its policy is not the one recorded")
         }
-        var item: ESYS_TR = ESYS_TR_NONE
-        try check(Esys_Load(ctx, srk, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &item), .load, ctx)
-        return item
+        var object: ESYS_TR = ESYS_TR_NONE
+        try check(Esys_Load(ctx, parent, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, &inPrivate, &inPublic, &object), .load, ctx)
+        return object
     }
 }

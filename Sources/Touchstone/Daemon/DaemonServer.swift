@@ -37,7 +37,7 @@ package final class DaemonServer: Sendable {
     let gate: PasscodeGate
     /// Every user's TPM gate.
     let gates: GateStore
-    private let sessions = Mutex<[ObjectIdentifier: DaemonSession]>([:])
+    private let sessions = Locked<[ObjectIdentifier: DaemonSession]>([:])
     private let stopping = Atomic<Bool>(false)
 
     /// Opens the daemon's own database (`home/daemon.sqlite`).

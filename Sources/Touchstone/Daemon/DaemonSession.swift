@@ -23,7 +23,7 @@ final class DaemonSession: Sendable {
         var nextPrompt: UInt32 = 1
         var grants: [UInt64: any EngineGrant] = [:]
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let busy = Atomic<Bool>(false)
 
     init(server: DaemonServer, socket: FrameSocket, uid: uid_t, pid: pid_t) {
@@ -292,7 +292,7 @@ final class DaemonSession: Sendable {
     enum PasscodeTried: Sendable { case none, undecided, verified }
 
     /// What the call in flight did with a passcode prompt's answer.
-    private let passcodeTried = Mutex<(PasscodeTried, SecureBytes?)>((.none, nil))
+    private let passcodeTried = Locked<(PasscodeTried, SecureBytes?)>((.none, nil))
 
     /// Judges a passcode typed at a prompt of this call: throws while
     /// throttled or when the verifier knows it is wrong (counted).

@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import TouchstoneSecure
 
 /// The frames a socket receives, read on a thread of their own (blocking
 /// reads never hold a task's thread) and awaited one at a time.
@@ -9,7 +9,7 @@ package final class FrameInbox: Sendable {
         var end: DaemonWireError?
         var waiter: CheckedContinuation<DaemonWire.Frame, any Error>?
     }
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     /// Starts reading `socket` on a new thread until it closes or fails.
     /// `idle`: how long the peer may stay silent between frames while

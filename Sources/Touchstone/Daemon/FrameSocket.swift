@@ -10,7 +10,7 @@ import Glibc
 /// time, under a lock); one thread receives.
 package final class FrameSocket: Sendable {
     package let fd: Int32
-    private let sending = Mutex(())
+    private let sending = Locked(())
     private let isShut = Atomic<Bool>(false)
 
     package init(adopting fd: Int32) {

@@ -27,9 +27,6 @@ import Glibc
 package final class PasscodeGate: Sendable {
     package static let freeTries = 10
     package static let firstWait: Double = 60
-    /// The first wait in use: `firstWait`, or in debug builds
-    /// TOUCHSTONE_TEST_THROTTLE_WAIT seconds (the tests' short waits).
-    let firstWait: Double
     package static let longestWait: Double = 24 * 3600
     /// The verifier's Argon2id cost: 2 passes over 4 MiB.
     static let verifierPasses: UInt64 = 2
@@ -39,7 +36,7 @@ package final class PasscodeGate: Sendable {
     private let pepper: SecureBytes
     private let now: @Sendable () -> Double
 
-    package init(home: URL, now: @escaping @Sendable () -> Double = { Date().timeIntervalSince1970 }) throws {
+    package init(home: URL, now: @escaping @Sendable () -> Double = PasscodeGate.clock) throws {
         database = try SQLiteDatabase(path: home.appendingPathComponent("daemon.sqlite").path)
         try database.execute("""
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
@@ -57,14 +54,23 @@ package final class PasscodeGate: Sendable {
             pepper = fresh
         }
         self.now = now
-        var wait = Self.firstWait
+    }
+
+    /// The wall clock; in debug builds moved on by the seconds in the file
+    /// TOUCHSTONE_TEST_CLOCK_FILE names, so that a test passes a wait
+    /// without sleeping through it (and never depends on the machine's speed).
+    package static let clock: @Sendable () -> Double = {
         #if TOUCHSTONE_TEST_SUPPORT
-        if let text = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_THROTTLE_WAIT"], let seconds = Double(text), seconds > 0 {
-            wait = seconds
+        if let file = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_CLOCK_FILE"] {
+            return {
+                let offset = (try? String(contentsOfFile: file, encoding: .utf8))
+                    .flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+                return Date().timeIntervalSince1970 + offset
+            }
         }
         #endif
-        firstWait = wait
-    }
+        return { Date().timeIntervalSince1970 }
+    }()
 
     // MARK: - The throttle
 
@@ -85,7 +91,7 @@ package final class PasscodeGate: Sendable {
         return try? database.transaction {
             let failures = (try database.firstRow("SELECT failures FROM throttle WHERE uid = ?", [.integer(id)]) { $0.integer(0) } ?? 0) + 1
             let over = Int(failures) - Self.freeTries
-            let wait = over >= 0 ? min(firstWait * pow(2, Double(over)), Self.longestWait) : nil
+            let wait = over >= 0 ? min(Self.firstWait * pow(2, Double(over)), Self.longestWait) : nil
             try database.query("INSERT OR REPLACE INTO throttle(uid, failures, locked_until) VALUES(?, ?, ?)",
                                [.integer(id), .integer(failures), .real(wait.map { now() + $0 } ?? 0)])
             return wait
