@@ -47,6 +47,8 @@ struct CommandParsingTests {
         ParseCase(["list", "--service", "mail"], .list(service: "mail")),
         ParseCase(["sim", "start"], .sim(.start())),
         ParseCase(["sim", "start", "--daemon"], .sim(.start(daemon: true))),
+        ParseCase(["import"], .importVault(remove: false)),
+        ParseCase(["import", "--remove"], .importVault(remove: true)),
         ParseCase(["--daemon", "/run/x.sock", "sim", "start"], .sim(.start())),
         ParseCase(["sim", "stop"], .sim(.stop)),
         ParseCase(["sim", "status"], .sim(.status)),

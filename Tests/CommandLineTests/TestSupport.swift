@@ -49,7 +49,7 @@ func helpText(_ arguments: [String], environment: [String: String] = baseEnviron
 /// table fails the tests.
 let allCommandPaths: [[String]] = [
     [], ["status"], ["passcode"], ["passcode", "set"], ["passcode", "change"], ["passcode", "remove"],
-    ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["add"], ["get"], ["update"], ["delete"], ["list"],
+    ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["add"], ["get"], ["update"], ["delete"], ["list"], ["import"],
     ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
     ["sim", "error"], ["sim", "unplug"], ["demo"], ["help"],
 ]
