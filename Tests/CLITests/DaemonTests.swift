@@ -345,10 +345,11 @@ struct DaemonThrottleTests {
         let clock = rig.root + "/clock"
         func advance(_ seconds: Double) throws {
             let now = Double((try? String(contentsOfFile: clock, encoding: .utf8)) ?? "0") ?? 0
-            try "\(now + seconds)".write(toFile: clock, atomically: true, encoding: .utf8)
+            try "\(now + seconds)".write(toFile: clock, atomically: false, encoding: .utf8)
+            // The daemon's user reads it, whatever this process's umask.
+            #expect(chmod(clock, 0o644) == 0)
         }
         try advance(0)
-        chmod(clock, 0o644)
         let environment = ["TOUCHSTONE_TEST_CLOCK_FILE": clock]
         try rig.startDaemon(extraEnvironment: environment)
         let (alice, bob) = (rig.alice, rig.bob)
