@@ -128,6 +128,7 @@ final class DaemonRig {
                                            environment: environment(home: daemonHome, extra: extraEnvironment), scratch: scratch,
                                            wrapper: try daemonUser.wrapper(), program: Self.daemonBinary)
         daemon = running
+        lastDaemonLog = running.stderrPath
         guard running.waitForStderr("listening on", timeout: 30) else {
             throw RigFailure("touchstoned did not start: \(running.stderrSoFar)")
         }
@@ -135,6 +136,8 @@ final class DaemonRig {
 
     /// The daemon's log so far.
     var daemonLog: String { daemon?.stderrSoFar ?? "" }
+    /// The log file of the daemon last started (it stays after a stop).
+    private(set) var lastDaemonLog: String?
 
     /// Stops the daemon with `signal` and waits for it; its exit status.
     @discardableResult

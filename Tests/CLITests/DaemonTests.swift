@@ -53,7 +53,9 @@ struct DaemonTests {
         #expect(fields["fingers"] as? [String] == ["right-index-finger"])
         #expect(fields["items"] as? Int == 3)
 
-        let log = rig.daemonLog
+        #expect(rig.stopDaemon(SIGTERM) == 0, "SIGTERM: exit 0")
+        let log = (try? String(contentsOfFile: rig.lastDaemonLog ?? "", encoding: .utf8)) ?? ""
+        #expect(log.hasSuffix("touchstoned: stopped\n"), "\(log.suffix(200))")
         #expect(log.contains("uid \(alice.uid) "))
         #expect(log.contains("reason: touchstone get: read the secret of bank / alice"))
         for secret in [Self.passcode, "pass-secret", "touch-secret", "plain-secret", "not-it"] {
@@ -217,6 +219,29 @@ struct DaemonTests {
         #expect(try Swtpm.run(cp, ["-a", own, own + "-copy"]) == 0)
         let copied = CLIAttacker(rig: rig, home: own + "-copy", tcti: tcti).run(["get", "note", "me"])
         #expect(copied.stdoutText == "embedded-secret", "\(copied.stderr)")
+    }
+
+    @Test("touchstoned's command line: --help and --version exit 0; an unknown option, a relative --home or a bad --timeout exit 64; a state folder others can read is refused")
+    func commandLine() throws {
+        let scratch = try makeTemporaryDirectory("tsc")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        func run(_ arguments: [String]) throws -> CLIResult {
+            try CLIProcess.start(arguments, environment: ["PATH": "/usr/bin:/bin"], scratch: scratch,
+                                 program: DaemonRig.daemonBinary).wait(timeout: 30)
+        }
+        let help = try run(["--help"])
+        #expect(help.code == 0 && help.stdoutText.contains("--socket PATH"), "\(help.stderr)")
+        #expect(try run(["--version"]).stdoutText.hasPrefix("touchstoned "))
+        for bad in [["--frob"], ["--home", "relative"], ["--timeout", "0"], ["--timeout", "x"], ["--socket"]] {
+            let refused = try run(bad)
+            #expect(refused.code == 64 && refused.stderr.contains("usage: touchstoned"), "\(bad): \(refused.stderr)")
+        }
+        let open = scratch + "/open"
+        try FileManager.default.createDirectory(atPath: open, withIntermediateDirectories: false)
+        chmod(open, 0o755)
+        let refused = try run(["--home", open, "--socket", scratch + "/s.sock"])
+        #expect(refused.code == 1 && refused.stderr.contains("readable by others"), "\(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: scratch + "/s.sock"))
     }
 
     /// Runs `command` as `user`; its status and output.
