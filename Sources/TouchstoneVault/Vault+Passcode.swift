@@ -48,7 +48,10 @@ extension Vault {
             let passBlob = try withTPM { try tpm.seal(passSK, policy: passcodePolicy, passcode: auth, expectedNames: names) }
             let (anyPK, anySK) = Crypto.keyPair()
             let anyBlob = try withTPM { try tpm.seal(anySK, policy: biometricPolicy, expectedNames: names) }
-            let anyPasscodeBlob = try withTPM { try tpm.seal(anySK, policy: passcodePolicy, passcode: auth, expectedNames: names) }
+            // Daemon mode: biometry-any has no passcode blob (the daemon
+            // opens its biometric blob itself at an enrolment change).
+            let anyPasscodeBlob = hasPasscodeBranchForBiometryAny
+                ? try withTPM { try tpm.seal(anySK, policy: passcodePolicy, passcode: auth, expectedNames: names) } : nil
             let (currentPK, currentBlob) = try sealCurrentSetKey(generation: generation, counter: enrollment, names: names)
             let fingers = try sealFingers(EnrolledFingers(reader: nil, prints: [], generation: generation,
                                                           domainState: domainState(reader: nil, prints: [], generation: generation)))
@@ -57,7 +60,7 @@ extension Vault {
                 try db.query("INSERT INTO class_keys(kind, public, sealed, created) VALUES('passcode', ?, ?, ?)",
                              [.blob(passPK), .blob(passBlob.serialized()), .real(now)])
                 try db.query("INSERT INTO class_keys(kind, public, sealed, passcode_sealed, generation, created) VALUES('biometry-any', ?, ?, ?, ?, ?)",
-                             [.blob(anyPK), .blob(anyBlob.serialized()), .blob(anyPasscodeBlob.serialized()),
+                             [.blob(anyPK), .blob(anyBlob.serialized()), anyPasscodeBlob.map { .blob($0.serialized()) } ?? .null,
                               .integer(Int64(bitPattern: generation)), .real(now)])
                 try insertCurrentSetKey(publicKey: currentPK, blob: currentBlob, generation: generation)
                 try storeFingers(fingers, generation: generation)
@@ -98,9 +101,27 @@ extension Vault {
         return try classKey(.passcode)
     }
 
-    /// Biometry-any's secret, from its passcode blob.
+    /// Whether biometry-any keys get a passcode blob: not in daemon mode
+    /// (the TPM has the daemon's gate), where only the daemon opens them,
+    /// and at an enrolment change through their biometric blob.
+    var hasPasscodeBranchForBiometryAny: Bool { tpm.installedGate == nil }
+
+    /// Biometry-any's secret for an enrolment or passcode change: from its
+    /// passcode blob, or in daemon mode (no passcode blob) from its
+    /// biometric blob, which the daemon opens through its gate.
     func biometryAnySecret(_ key: ClassKey, passcode: PasscodeAuth) throws -> SecureBytes {
-        guard let bytes = key.passcodeSealed else { throw VaultError.corrupted("the biometry-any class key has no passcode blob") }
+        guard let bytes = key.passcodeSealed else {
+            guard !hasPasscodeBranchForBiometryAny else {
+                throw VaultError.corrupted("the biometry-any class key has no passcode blob")
+            }
+            do {
+                return try withTPM { try tpm.unseal(try Self.blob(key.sealed), via: .biometric) }
+            } catch VaultError.tpm(.enrollmentChanged) {
+                // Its blob closed (a counter moved on outside the daemon):
+                // with no passcode blob, its items are lost.
+                throw VaultError.corrupted("the biometry-any class key's blob no longer opens (the enrolment counter moved on outside touchstoned)")
+            }
+        }
         return try unsealWithPasscode(bytes, passcode)
     }
 
@@ -116,7 +137,8 @@ extension Vault {
         let proof = try verifyPasscode(old)
         let passcodeKey = try passcodeClassKey()
         guard let passcodeSecret = proof.openedClassKeys[passcodeKey.id] else { throw VaultError.corrupted("the passcode class key") }
-        let anyKeys = try classKeys().values.filter { $0.kind == .biometryAny }
+        // Only passcode blobs follow the passcode (daemon mode has none).
+        let anyKeys = try classKeys().values.filter { $0.kind == .biometryAny && $0.passcodeSealed != nil }
         let anySecrets = try anyKeys.map { ($0.id, try biometryAnySecret($0, passcode: old)) }
         if try pendingRoles().contains(.passcode) { try completeIncrement(.passcode) }
         let counter = try requireCounter(.passcode)

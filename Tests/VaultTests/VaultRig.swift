@@ -16,10 +16,12 @@ final class VaultRig: @unchecked Sendable {
 
     /// `recordCipher`: what the vault writes new rows with (default: what
     /// a vault on this CPU writes).
-    init(passcode: Bool = true, recordCipher: RecordCipher = .preferred) throws {
+    /// `gated`: the TPM has a daemon's gate installed (daemon mode).
+    init(passcode: Bool = true, recordCipher: RecordCipher = .preferred, gated: Bool = false) throws {
         self.recordCipher = recordCipher
         tpmRig = try SwtpmRig()
-        tpm = try tpmRig.tpm()
+        let plain = try tpmRig.tpm()
+        tpm = gated ? try TPM(tcti: tpmRig.swtpm.tcti, gate: try plain.createGate()) : plain
         home = URL(fileURLWithPath: tpmRig.directory).appendingPathComponent("home")
         vault = try Vault(home: home, tpm: tpm, recordCipher: recordCipher)
         if passcode { try vault.setPasscode(rightPasscode) }
