@@ -195,6 +195,11 @@ final class DaemonRig {
         let set = run(user, ["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
         guard set.code == 0 else { throw RigFailure("passcode set as \(user.name): \(set.stderr)") }
         guard let finger else { return }
+        try setUpFinger(user, finger, as: id)
+    }
+
+    /// Enrols `finger` for `user` with five touches of simulated finger `id`.
+    func setUpFinger(_ user: TestUser, _ finger: String, as id: String) throws {
         let enrolling = try start(user, ["enroll", finger, "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
         let touches = touch(id, count: 5)
         let enrolled = enrolling.wait()

@@ -170,6 +170,28 @@ struct DaemonTests {
         #expect(rig.daemonLog.contains("too many connections"))
     }
 
+    @Test("a client killed in the middle of an enrolment through the daemon: nothing is enrolled, the reader is free again, and the next enrolment works")
+    func enrolmentCutShort() throws {
+        let rig = try DaemonRig()
+        defer { rig.close() }
+        let alice = rig.alice
+        try rig.setUp(alice)
+        let enrolling = try rig.start(alice, ["enroll", "right-index-finger", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode))
+        #expect(enrolling.waitForStderr("Enrolling"))
+        #expect(rig.touch("alice", count: 2).code == 0)
+        #expect(enrolling.waitForStderr("Touch 2 of"), "\(enrolling.stderrSoFar)")
+        enrolling.signal(SIGKILL)
+        _ = enrolling.wait()
+        let fingers = rig.run(alice, ["--json", "fingers"])
+        #expect(fingers.code == 0 && fingers.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines) == "[]",
+                "\(fingers.stdoutText) \(fingers.stderr)")
+        // The daemon let go of the reader: a whole enrolment now works, and its finger opens.
+        try rig.setUpFinger(alice, "left-thumb", as: "alice")
+        #expect(rig.run(alice, ["add", "bank", "alice", "--access", "biometry-current-set"], stdin: Array("s".utf8)).code == 0)
+        #expect(rig.withTouch(alice, "alice", ["get", "bank", "alice"]).stdoutText == "s")
+        #expect(rig.daemon?.poll() == nil, "the daemon still runs")
+    }
+
     @Test("no daemon at the socket: exit 11, the message and hint name it; --embedded still opens this user's own vault")
     func unreachable() throws {
         let sandbox = try CLISandbox()
