@@ -69,7 +69,8 @@ struct Touchstoned {
         } catch {
             fail("\(error)")
         }
-        let settings = DaemonServer.Settings(home: home, tpm: tpm, reader: reader, timeout: .seconds(options.timeout))
+        var settings = DaemonServer.Settings(home: home, tpm: tpm, reader: reader, timeout: .seconds(options.timeout))
+        if options.reader == "sim" { settings.readerChoice = "sim" }
         let server: DaemonServer
         do {
             server = try DaemonServer(settings: settings) { line in

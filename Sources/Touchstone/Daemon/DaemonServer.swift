@@ -15,6 +15,9 @@ package final class DaemonServer: Sendable {
         package var home: URL
         package var tpm: TPMSelection
         package var reader: ReaderSelection
+        /// The reader as the command line chose it (`sim`, `auto`, an id),
+        /// which `status` reports, as the embedded engine does.
+        package var readerChoice: String
         /// How long a client may stay silent: an idle connection, the rest
         /// of a frame, the answer to a passcode prompt.
         package var timeout: Duration
@@ -26,6 +29,7 @@ package final class DaemonServer: Sendable {
             self.home = home
             self.tpm = tpm
             self.reader = reader
+            readerChoice = "\(reader)"
             self.timeout = timeout
         }
     }

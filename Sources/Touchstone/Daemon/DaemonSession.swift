@@ -152,7 +152,9 @@ final class DaemonSession: Sendable {
             case .status: break  // reported below, part by part
             default: return (Self.outcome(error, for: call), [])
             }
-            return (.success(.status(DaemonStatus(await InProcessEngine.status(of: await server.users.configuration(for: uid))))), [])
+            var status = await InProcessEngine.status(of: await server.users.configuration(for: uid))
+            status.reader.selection = server.settings.readerChoice
+            return (.success(.status(DaemonStatus(status))), [])
         }
         do {
             let result = try await perform(call, secrets, on: engine)
@@ -169,7 +171,9 @@ final class DaemonSession: Sendable {
         }
         switch call {
         case .status:
-            return done(.status(DaemonStatus(await engine.status())))
+            var status = await engine.status()
+            status.reader.selection = server.settings.readerChoice
+            return done(.status(DaemonStatus(status)))
         case .passcodeIsSet:
             return done(.bool(try await engine.passcodeIsSet()))
         case .setPasscode:
