@@ -1,3 +1,4 @@
+import TouchstoneModel
 import Foundation
 
 /// posix_spawn with the settings every child of Touchstone needs: no signal

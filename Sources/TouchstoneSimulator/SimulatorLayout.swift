@@ -1,3 +1,4 @@
+import TouchstoneModel
 import Foundation
 
 /// Where the simulator lives under a state folder: `sim/tpm/` holds

@@ -1,3 +1,4 @@
+import TouchstoneModel
 import Foundation
 import TouchstoneTPM
 

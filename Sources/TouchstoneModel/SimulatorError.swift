@@ -1,4 +1,3 @@
-import TouchstoneModel
 
 /// Why the simulator could not do what was asked.
 public enum SimulatorError: Error, Sendable, Hashable, Codable, CustomStringConvertible {
