@@ -64,8 +64,12 @@ let package = Package(
                 swiftSettings: testSupport),
         // The simulator (swtpm + libfprint's virtual reader), shared with the test rigs.
         .target(name: "TouchstoneSimulator", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
+        // What a client of the daemon needs and nothing of the backends: the
+        // interaction protocol, the terminal's interaction, the daemon's wire
+        // protocol.
+        .target(name: "TouchstoneClient", dependencies: ["TouchstoneModel", "TouchstoneSecure"]),
         // The public API, over the engine seam.
-        .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
+        .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         // Front ends: the public API and the command-line parser, nothing below.

@@ -17,8 +17,10 @@ import TouchstoneSecure
 package enum DaemonWire {
     /// The protocol version both sides speak.
     package static let version: UInt8 = 1
+    /// The largest secret (`Keychain.maximumSecretSize`, 1 MiB).
+    package static let maximumSecret = 1 << 20
     /// The longest body: the largest secret plus room for its attributes.
-    package static let maximumBody = Keychain.maximumSecretSize + (256 << 10)
+    package static let maximumBody = maximumSecret + (256 << 10)
     /// The longest control part.
     package static let maximumControl = 256 << 10
     /// Most secrets in one frame (an import's prints: the passcode and up

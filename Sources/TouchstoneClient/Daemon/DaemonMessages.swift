@@ -191,7 +191,7 @@ package struct DaemonStatus: Codable, Sendable {
         problem = status.problem
     }
 
-    var status: Status {
+    package var status: Status {
         var status = Status(home: home, reader: reader, tpm: tpm, vault: vault, passcodeSet: passcodeSet, fingers: fingers,
                             biometryLockout: biometryLockout, failedAttempts: failedAttempts, items: items, problem: problem)
         status.fingersProblem = fingersProblem

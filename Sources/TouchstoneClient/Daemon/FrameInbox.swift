@@ -75,23 +75,23 @@ package final class FrameInbox: Sendable {
 
 /// The client's side of a connection: the socket, its inbox, and the
 /// handling of the daemon's prompts while a call is in flight.
-final class DaemonConnection: Sendable {
-    let socket: FrameSocket
+package final class DaemonConnection: Sendable {
+    package let socket: FrameSocket
     let inbox: FrameInbox
 
-    init(socket: FrameSocket) {
+    package init(socket: FrameSocket) {
         self.socket = socket
         // The daemon may think as long as it needs (a touch, a passcode);
         // a frame once begun must arrive whole.
         inbox = FrameInbox(reading: socket, idle: nil, stall: .seconds(30))
     }
 
-    func close() { socket.shut() }
+    package func close() { socket.shut() }
 
     /// Handles frames until the call's response: scan events go to
     /// `interaction` in order, prompts are answered by it (each in a task of
     /// its own, cancelled when the daemon no longer needs it).
-    func await(interaction: (any AuthenticationInteraction)?) async throws -> (DaemonOutcome, [SecureBytes]) {
+    package func await(interaction: (any AuthenticationInteraction)?) async throws -> (DaemonOutcome, [SecureBytes]) {
         var prompts: [UInt32: Task<Void, Never>] = [:]
         defer { prompts.values.forEach { $0.cancel() } }
         while true {

@@ -1,0 +1,66 @@
+import Foundation
+import Testing
+@testable import TouchstoneClient
+import Touchstone
+
+/// The daemon's frames (`DaemonWire`), without a socket: what the codec
+/// takes and what it refuses.
+@Suite("The daemon's wire format")
+struct DaemonWireTests {
+    /// A frame's body as sent, less its length prefix.
+    private func body(_ frame: DaemonWire.Frame) throws -> SecureBytes { try frame.body() }
+
+    @Test("a frame survives the round trip: kind, control part, secrets in order (an empty one too); the largest secret fits")
+    func roundTrip() throws {
+        let secrets = [SecureBytes(copying: Array("pass".utf8)), SecureBytes(copying: [UInt8]()),
+                       SecureBytes.random(count: DaemonWire.maximumSecret)]
+        let request = DaemonRequest(call: .add(attributes: ItemAttributes(service: "s", account: "a", access: .devicePasscode)),
+                                    program: "test")
+        let frame = try DaemonWire.Frame(.request, request, secrets: secrets)
+        let parsed = try DaemonWire.Frame.parse(try body(frame))
+        #expect(parsed.kind == .request)
+        #expect(parsed.secrets == secrets)
+        let decoded = try parsed.decode(DaemonRequest.self)
+        #expect(decoded.call == request.call)
+        #expect(DaemonWire.maximumSecret == Keychain.maximumSecretSize)
+    }
+
+    @Test("refused: another version, an unknown kind, a control part or secret longer than the body, too many secrets, a control part that is not the message, a frame too large to send")
+    func refused() throws {
+        let good = try body(try DaemonWire.Frame(.response, DaemonOutcome.success(.none)))
+        let bytes = good.withUnsafeBytes { Array($0) }
+        func parse(_ raw: [UInt8]) -> DaemonWireError? {
+            var copy = raw
+            do { _ = try DaemonWire.Frame.parse(SecureBytes(consuming: &copy)); return nil } catch { return error }
+        }
+        #expect(parse(bytes) == nil, "the unaltered frame parses")
+        var version = bytes; version[0] = 2
+        #expect(parse(version) == .version(2))
+        var kind = bytes; kind[1] = 99
+        #expect(parse(kind) == .malformed("unknown frame kind 99"))
+        var long = bytes; long[5] = 0xff
+        #expect(parse(long) != nil, "a control length past the body")
+        #expect(parse(bytes + [0, 0, 0, 9, 1]) != nil, "a secret shorter than it says")
+        #expect(parse(Array(bytes.prefix(3))) != nil, "truncated")
+        var many = bytes
+        for _ in 0...DaemonWire.maximumSecrets { many += [0, 0, 0, 0] }
+        #expect(parse(many) == .malformed("too many secrets"))
+        let wrongType = try DaemonWire.Frame.parse(good)
+        #expect(throws: DaemonWireError.self) { try wrongType.decode(DaemonRequest.self) }
+        let huge = DaemonWire.Frame(kind: .request, control: Data(count: 8), secrets: [SecureBytes(count: DaemonWire.maximumBody)])
+        #expect(throws: DaemonWireError.self) { try huge.body() }
+    }
+
+    @Test("random bytes never crash the parser: each is refused, or parses into a frame within the limits")
+    func randomBytes() {
+        for size in [0, 1, 2, 5, 6, 7, 10, 64, 300] {
+            for _ in 0..<200 {
+                var raw = SecureBytes.random(count: size).withUnsafeBytes { Array($0) }
+                if size > 0, Bool.random() { raw[0] = DaemonWire.version }
+                if let frame = try? DaemonWire.Frame.parse(SecureBytes(consuming: &raw)) {
+                    #expect(frame.secrets.count <= DaemonWire.maximumSecrets)
+                }
+            }
+        }
+    }
+}
