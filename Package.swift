@@ -75,7 +75,10 @@ let package = Package(
         // Front ends: the public API and the command-line parser, nothing below.
         .target(name: "TouchstoneCommandLine", dependencies: ["TouchstoneModel"], path: "Sources/TouchstoneCommandLine",
                 swiftSettings: testSupport),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine"],
+        // What the command's processes share: errors as exit codes and
+        // messages, output. Links no backend.
+        .target(name: "TouchstoneCLISupport", dependencies: ["TouchstoneClient", "TouchstoneCommandLine"]),
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
                           linkerSettings: exportSharedCryptoContext),
         // The daemon engine's server: the public API's package side (DaemonServer).
         .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneCommandLine"],

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Synchronization
 import Touchstone
+import TouchstoneCLISupport
 import TouchstoneCommandLine
 
 /// Runs one parsed command to its exit status: the command in a task that

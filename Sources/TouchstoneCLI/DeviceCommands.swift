@@ -1,5 +1,6 @@
 import Foundation
 import Touchstone
+import TouchstoneCLISupport
 import TouchstoneCommandLine
 
 /// status, passcode, enroll, unenroll, fingers, verify.

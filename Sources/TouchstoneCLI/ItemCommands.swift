@@ -1,5 +1,6 @@
 import Foundation
 import Touchstone
+import TouchstoneCLISupport
 import TouchstoneCommandLine
 
 /// add, get, update, delete, list: the Keychain from the command line.

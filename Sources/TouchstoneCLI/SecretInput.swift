@@ -1,3 +1,4 @@
+import TouchstoneCLISupport
 import Foundation
 import Touchstone
 

@@ -1,5 +1,6 @@
 import Foundation
 import Touchstone
+import TouchstoneCLISupport
 import TouchstoneCommandLine
 
 /// One run of a command: its options, how errors are told, the terminal

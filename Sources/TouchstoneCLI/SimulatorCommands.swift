@@ -1,5 +1,6 @@
 import Foundation
 import Touchstone
+import TouchstoneCLISupport
 import TouchstoneCommandLine
 
 /// `sim start|stop|status|touch|retry|error|unplug`.

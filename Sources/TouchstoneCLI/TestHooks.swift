@@ -1,3 +1,4 @@
+import TouchstoneCLISupport
 import Glibc
 
 /// Hooks for the test suite, driven by the environment. Each only changes

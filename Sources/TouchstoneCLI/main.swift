@@ -2,6 +2,7 @@
 // CommandRunner runs the command against the Touchstone library.
 import Foundation
 import Touchstone
+import TouchstoneCLISupport
 import TouchstoneCommandLine
 
 // Files and sockets this process (and the swtpm it starts) creates are

@@ -1,16 +1,21 @@
-import Touchstone
+import TouchstoneClient
 import TouchstoneCommandLine
 
 /// Turns the library's errors into the contract's exit codes, one clear
 /// message each, and a hint where one helps. Nothing is dropped: an error
 /// without a code of its own keeps its full text under exit 1.
-struct ErrorTranslation {
+package struct ErrorTranslation {
     /// Whether the reader is the simulator's (changes the busy message).
-    var simulatedReader: Bool
+    package var simulatedReader: Bool
     /// Whether the TPM is the simulator's (changes the unreachable hint).
-    var simulatedTPM: Bool
+    package var simulatedTPM: Bool
 
-    func failure(for error: any Error) -> CLIFailure {
+    package init(simulatedReader: Bool, simulatedTPM: Bool) {
+        self.simulatedReader = simulatedReader
+        self.simulatedTPM = simulatedTPM
+    }
+
+    package func failure(for error: any Error) -> CLIFailure {
         switch error {
         case let failure as CLIFailure: failure
         case let error as KeychainError: keychain(error)
@@ -23,7 +28,7 @@ struct ErrorTranslation {
         }
     }
 
-    func keychain(_ error: KeychainError) -> CLIFailure {
+    package func keychain(_ error: KeychainError) -> CLIFailure {
         switch error {
         case .duplicateItem:
             CLIFailure(.duplicateItem, error.description, hint: "replace its secret with 'touchstone update', or delete it first")
@@ -42,7 +47,7 @@ struct ErrorTranslation {
         }
     }
 
-    func authentication(_ error: AuthenticationError) -> CLIFailure {
+    package func authentication(_ error: AuthenticationError) -> CLIFailure {
         switch error {
         case .appCancel, .userCancel, .systemCancel, .userFallback: .cancelled
         case .authenticationFailed: CLIFailure(.authFailed, error.description)
@@ -68,7 +73,7 @@ struct ErrorTranslation {
         }
     }
 
-    func device(_ error: DeviceError) -> CLIFailure {
+    package func device(_ error: DeviceError) -> CLIFailure {
         switch error {
         // A device operation checks the passcode only.
         case .authentication(.authenticationFailed): CLIFailure(.authFailed, "wrong passcode")
@@ -86,7 +91,7 @@ struct ErrorTranslation {
 
     /// Exit 11 when the daemon cannot be reached or went away; the hint
     /// names its socket.
-    func daemon(_ failure: DaemonFailure) -> CLIFailure {
+    package func daemon(_ failure: DaemonFailure) -> CLIFailure {
         switch failure.kind {
         case .unreachable:
             CLIFailure(.tpmFailed, failure.description,
@@ -99,7 +104,7 @@ struct ErrorTranslation {
         }
     }
 
-    func tpm(_ failure: TPMFailure) -> CLIFailure {
+    package func tpm(_ failure: TPMFailure) -> CLIFailure {
         switch failure.kind {
         case .permissionDenied:
             CLIFailure(.tpmFailed, failure.description, hint: "see udev/README.md, or try the simulator: touchstone sim start")
@@ -113,7 +118,7 @@ struct ErrorTranslation {
         }
     }
 
-    func reader(_ failure: ReaderFailure) -> CLIFailure {
+    package func reader(_ failure: ReaderFailure) -> CLIFailure {
         switch failure.kind {
         case .busy where simulatedReader:
             CLIFailure(.noReader, "the simulated reader is busy: another touchstone process has it open (or 'sim error busy' was injected)",
@@ -129,11 +134,11 @@ struct ErrorTranslation {
         }
     }
 
-    func storage(_ failure: StorageFailure) -> CLIFailure {
+    package func storage(_ failure: StorageFailure) -> CLIFailure {
         CLIFailure(.failure, failure.description, hint: failure.fix)
     }
 
-    func simulator(_ error: SimulatorError) -> CLIFailure {
+    package func simulator(_ error: SimulatorError) -> CLIFailure {
         switch error {
         case .notInstalled: CLIFailure(.failure, error.description, hint: ". scripts/install-deps")
         case .stateFolderTooDeep(_, _, let longestHome):

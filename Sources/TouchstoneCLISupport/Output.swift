@@ -3,28 +3,28 @@ import Foundation
 /// Where the command writes: results on stdout, everything else (progress,
 /// prompts, errors) on stderr. Writes go straight to the descriptors,
 /// unbuffered, so that output is never lost at `exit`.
-enum Output {
+package enum Output {
     /// One line of progress or a prompt on stderr.
-    static func progress(_ line: String) {
+    package static func progress(_ line: String) {
         write(2, Array((line + "\n").utf8))
     }
 
     /// The error line, `touchstone: error: <message>`, and a `hint:` line
     /// when there is one.
-    static func error(_ message: String, hint: String? = nil) {
+    package static func error(_ message: String, hint: String? = nil) {
         progress("touchstone: error: \(message)")
         if let hint { progress("hint: \(hint)") }
     }
 
     /// One line of result on stdout.
-    static func result(_ line: String) {
+    package static func result(_ line: String) {
         write(1, Array((line + "\n").utf8))
     }
 
     /// Writes every byte to `fd`, retrying short writes and EINTR.
     /// Returns false when the descriptor refuses (a closed pipe).
     @discardableResult
-    static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    package static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
         var offset = 0
         while offset < bytes.count {
             let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
@@ -38,12 +38,12 @@ enum Output {
     }
 
     @discardableResult
-    static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    package static func write(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
         bytes.withUnsafeBytes { write(fd, $0) }
     }
 
     /// A value as one line of JSON (keys sorted) on stdout.
-    static func json<T: Encodable>(_ value: T) throws {
+    package static func json<T: Encodable>(_ value: T) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         var data = try encoder.encode(value)

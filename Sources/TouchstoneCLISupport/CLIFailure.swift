@@ -2,22 +2,22 @@ import TouchstoneCommandLine
 
 /// A failure as the command reports it: the exit code, the one-line
 /// message (nil for a cancel, which prints nothing) and an optional hint.
-struct CLIFailure: Error {
-    var code: ExitCode
-    var message: String?
-    var hint: String?
+package struct CLIFailure: Error {
+    package var code: ExitCode
+    package var message: String?
+    package var hint: String?
 
-    init(_ code: ExitCode, _ message: String?, hint: String? = nil) {
+    package init(_ code: ExitCode, _ message: String?, hint: String? = nil) {
         self.code = code
         self.message = message
         self.hint = hint
     }
 
     /// A cancel: exit 3, no text.
-    static let cancelled = CLIFailure(.cancelled, nil)
+    package static let cancelled = CLIFailure(.cancelled, nil)
 
     /// Prints the error lines (nothing for a cancel).
-    func report() {
+    package func report() {
         if let message { Output.error(message, hint: hint) }
     }
 }
