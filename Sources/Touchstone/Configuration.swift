@@ -26,7 +26,7 @@ public struct Configuration: Sendable, Hashable {
     }
 
     /// The socket of the system's `touchstoned`.
-    public static let systemDaemonSocket = "/run/touchstone/socket"
+    public static let systemDaemonSocket = DaemonSocket.system
 
     /// `engine` resolved now: `.automatic` is the daemon when its socket
     /// exists (the simulator's daemon, `sim/daemon.sock`, for the
@@ -34,10 +34,8 @@ public struct Configuration: Sendable, Hashable {
     /// otherwise.
     public var resolvedEngine: EngineSelection {
         guard case .automatic = engine else { return engine }
-        let socket = tpm == .simulator && reader == .simulator ? simulator.daemonSocket : Self.systemDaemonSocket
-        var info = stat()
-        if stat(socket, &info) == 0, info.st_mode & S_IFMT == S_IFSOCK { return .daemon(socket: socket) }
-        return .embedded
+        let socket = DaemonSocket.automatic(home: home.path, simulated: tpm == .simulator && reader == .simulator)
+        return socket.map { .daemon(socket: $0) } ?? .embedded
     }
 
     /// The simulator's TPM and reader (`Simulator(home:)`), state in `home`.

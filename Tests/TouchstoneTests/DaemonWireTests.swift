@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import TestRigs
 import Testing
 @testable import TouchstoneClient
 import Touchstone
@@ -49,6 +51,42 @@ struct DaemonWireTests {
         #expect(throws: DaemonWireError.self) { try wrongType.decode(DaemonRequest.self) }
         let huge = DaemonWire.Frame(kind: .request, control: Data(count: 8), secrets: [SecureBytes(count: DaemonWire.maximumBody)])
         #expect(throws: DaemonWireError.self) { try huge.body() }
+    }
+
+    @Test("the automatic engine's socket rule is the simulator's and the system's daemon socket, and finds nothing where no socket is")
+    func socketRule() throws {
+        let home = try makeTemporaryDirectory("tsw")
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        #expect(DaemonSocket.simulator(home: home) == Simulator(home: URL(fileURLWithPath: home)).daemonSocket)
+        #expect(DaemonSocket.system == Configuration.systemDaemonSocket)
+        #expect(DaemonSocket.automatic(home: home, simulated: true) == nil)
+        try FileManager.default.createDirectory(atPath: home + "/sim", withIntermediateDirectories: false)
+        FileManager.default.createFile(atPath: DaemonSocket.simulator(home: home), contents: Data())
+        #expect(DaemonSocket.automatic(home: home, simulated: true) == nil, "a file that is not a socket")
+        unlink(DaemonSocket.simulator(home: home))
+        let listening = try Self.bind(DaemonSocket.simulator(home: home))
+        defer { close(listening) }
+        #expect(DaemonSocket.automatic(home: home, simulated: true) == DaemonSocket.simulator(home: home))
+        #expect(Configuration.simulator(home: URL(fileURLWithPath: home)).resolvedEngine == .daemon(socket: DaemonSocket.simulator(home: home)))
+        var embedded = Configuration.simulator(home: URL(fileURLWithPath: home))
+        embedded.engine = .embedded
+        #expect(embedded.resolvedEngine == .embedded)
+    }
+
+    /// A Unix socket bound at `path` (so that a socket file is there).
+    static func bind(_ path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { raw in
+            raw.copyBytes(from: path.utf8)
+            raw[path.utf8.count] = 0
+        }
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard rc == 0 else { throw CocoaError(.fileWriteUnknown) }
+        return fd
     }
 
     @Test("random bytes never crash the parser: each is refused, or parses into a frame within the limits")
