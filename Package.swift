@@ -26,7 +26,12 @@ let package = Package(
         .library(name: "Touchstone", targets: ["Touchstone"]),
         // Test doubles for apps' own tests: no hardware needed.
         .library(name: "TouchstoneTestSupport", targets: ["TouchstoneTestSupport"]),
-        .executable(name: "touchstone", targets: ["TouchstoneCLI"]),
+        // `touchstone` is a small dispatcher (C): a get through a daemon goes
+        // to touchstone-get, which loads no backend; everything else to
+        // touchstone-cli, the whole command.
+        .executable(name: "touchstone", targets: ["TouchstoneDispatch"]),
+        .executable(name: "touchstone-cli", targets: ["TouchstoneCLI"]),
+        .executable(name: "touchstone-get", targets: ["TouchstoneGet"]),
         .executable(name: "touchstoned", targets: ["TouchstoneDaemon"]),
     ],
     targets: [
@@ -80,6 +85,8 @@ let package = Package(
         .target(name: "TouchstoneCLISupport", dependencies: ["TouchstoneClient", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
                           linkerSettings: exportSharedCryptoContext),
+        .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"]),
+        .executableTarget(name: "TouchstoneDispatch", path: "Sources/TouchstoneDispatch"),
         // The daemon engine's server: the public API's package side (DaemonServer).
         .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),

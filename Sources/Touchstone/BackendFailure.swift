@@ -147,18 +147,6 @@ extension KeychainError {
         }
     }
 
-    /// The keychain view of an authentication error.
-    init(_ error: AuthenticationError) {
-        switch error {
-        case .authenticationFailed: self = .authFailed
-        case .userCancel, .systemCancel, .appCancel, .userFallback: self = .userCanceled
-        case .notInteractive: self = .interactionNotAllowed
-        case .tpm(let failure): self = .tpm(failure)
-        case .storage(let failure): self = .storage(failure)
-        case .corrupted(let what): self = .corrupted(what)
-        default: self = .authentication(error)
-        }
-    }
 }
 
 extension DeviceError {
@@ -181,15 +169,6 @@ extension DeviceError {
         }
     }
 
-    /// The device view of an authentication error.
-    init(_ error: AuthenticationError) {
-        switch error {
-        case .tpm(let failure): self = .tpm(failure)
-        case .storage(let failure): self = .storage(failure)
-        case .corrupted(let what): self = .corrupted(what)
-        default: self = .authentication(error)
-        }
-    }
 }
 
 /// Runs `body` (on the caller's isolation), its errors read once

@@ -12,10 +12,6 @@ import TouchstoneCommandLine
 /// Nonisolated on purpose: nothing here may run on the MainActor, since
 /// libfprint calls back on its own thread.
 enum CommandRunner {
-    /// How long a cancelled command may take to wind down before the
-    /// process exits anyway (a second signal exits at once).
-    static let gracePeriod: DispatchTimeInterval = .seconds(5)
-
     static func run(_ command: Command, _ options: GlobalOptions) async -> Int32 {
         let signals = SignalCancellation()  // before anything can wait
         let task = Task.detached { await execute(command, options) }
@@ -60,56 +56,3 @@ enum CommandRunner {
     }
 }
 
-/// SIGINT and SIGTERM turned into task cancellation. The default handlers
-/// are ignored first, then Dispatch sources watch both signals. A command
-/// that does not wind down within the grace period, or a second signal,
-/// exits 3 at once (the terminal's echo restored): SQLite's transactions
-/// keep the state whole either way.
-final class SignalCancellation: Sendable {
-    private struct State {
-        var signalled = false
-        var cancel: (@Sendable () -> Void)?
-    }
-
-    private let state = Mutex(State())
-    /// Kept only to keep the sources alive; never changed after init.
-    nonisolated(unsafe) private let sources: [any DispatchSourceSignal]
-
-    init() {
-        sources = [SIGINT, SIGTERM].map { number in
-            signal(number, SIG_IGN)
-            return DispatchSource.makeSignalSource(signal: number, queue: .global())
-        }
-        for source in sources {
-            source.setEventHandler { [self] in received() }
-            source.resume()
-        }
-    }
-
-    /// What a signal does: `cancel` runs on the first signal, or at once if
-    /// one already came.
-    func onSignal(_ cancel: @escaping @Sendable () -> Void) {
-        let already = state.withLock { state -> Bool in
-            state.cancel = cancel
-            return state.signalled
-        }
-        if already { cancel() }
-    }
-
-    var wasSignalled: Bool { state.withLock { $0.signalled } }
-
-    private func received() {
-        let (again, cancel) = state.withLock { state -> (Bool, (@Sendable () -> Void)?) in
-            defer { state.signalled = true }
-            return (state.signalled, state.cancel)
-        }
-        if again { Self.exitNow() }
-        cancel?()
-        DispatchQueue.global().asyncAfter(deadline: .now() + CommandRunner.gracePeriod) { Self.exitNow() }
-    }
-
-    private static func exitNow() {
-        TerminalInteraction.restoreTerminal()
-        exit(ExitCode.cancelled.rawValue)
-    }
-}

@@ -39,3 +39,15 @@ public enum DeviceError: Error, Sendable, Hashable, Codable {
         }
     }
 }
+
+extension DeviceError {
+    /// The device view of an authentication error.
+    package init(_ error: AuthenticationError) {
+        switch error {
+        case .tpm(let failure): self = .tpm(failure)
+        case .storage(let failure): self = .storage(failure)
+        case .corrupted(let what): self = .corrupted(what)
+        default: self = .authentication(error)
+        }
+    }
+}

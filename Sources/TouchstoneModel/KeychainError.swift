@@ -46,3 +46,18 @@ public enum KeychainError: Error, Sendable, Hashable, Codable {
         }
     }
 }
+
+extension KeychainError {
+    /// The keychain view of an authentication error.
+    package init(_ error: AuthenticationError) {
+        switch error {
+        case .authenticationFailed: self = .authFailed
+        case .userCancel, .systemCancel, .appCancel, .userFallback: self = .userCanceled
+        case .notInteractive: self = .interactionNotAllowed
+        case .tpm(let failure): self = .tpm(failure)
+        case .storage(let failure): self = .storage(failure)
+        case .corrupted(let what): self = .corrupted(what)
+        default: self = .authentication(error)
+        }
+    }
+}

@@ -57,6 +57,7 @@ struct DaemonTests {
         let log = (try? String(contentsOfFile: rig.lastDaemonLog ?? "", encoding: .utf8)) ?? ""
         #expect(log.hasSuffix("touchstoned: stopped\n"), "\(log.suffix(200))")
         #expect(log.contains("uid \(alice.uid) "))
+        #expect(log.contains("(touchstone-get): get: ok"), "a get ran in touchstone-get, which loads no backend")
         #expect(log.contains("reason: touchstone get: read the secret of bank / alice"))
         for secret in [Self.passcode, "pass-secret", "touch-secret", "plain-secret", "not-it"] {
             #expect(!log.contains(secret), "the daemon's log holds \(secret)")
