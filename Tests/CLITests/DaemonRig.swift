@@ -36,6 +36,13 @@ final class DaemonRig {
     let bob: TestUser
     private(set) var daemon: RunningCLI?
     private var closed = false
+    /// Copies of the built binaries that the test's users can run: the
+    /// build folder may be private to root (a umask of 077), and setpriv's
+    /// own exec is still root's while the binaries' execs of each other are
+    /// the user's.
+    let bin: String
+    var touchstone: String { bin + "/touchstone" }
+    var touchstoned: String { bin + "/touchstoned" }
 
     static let passcode = CLISandbox.passcode
     static var daemonBinary: String {
@@ -66,6 +73,14 @@ final class DaemonRig {
         }
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: false)
         chmod(scratch, 0o700)
+        bin = root + "/bin"
+        try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: false)
+        chmod(bin, 0o755)
+        for name in ["touchstone", "touchstone-cli", "touchstone-get", "touchstoned"] {
+            let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().appendingPathComponent(name).path
+            try FileManager.default.copyItem(atPath: built, toPath: bin + "/" + name)
+            chmod(bin + "/" + name, 0o755)
+        }
         // The socket's folder: the daemon's, open for every user to reach
         // the socket (0755), as /run/touchstone is.
         let sockets = root + "/s"
@@ -116,7 +131,7 @@ final class DaemonRig {
     func asDaemonUser(_ arguments: [String]) -> CLIResult {
         do {
             return try CLIProcess.start(arguments, environment: environment(home: daemonHome), scratch: scratch,
-                                        wrapper: try daemonUser.wrapper()).wait()
+                                        wrapper: try daemonUser.wrapper(), program: touchstone).wait()
         } catch {
             return CLIResult(code: -1, stdout: [], stderr: "\(error)")
         }
@@ -126,7 +141,7 @@ final class DaemonRig {
     func startDaemon(extraArguments: [String] = [], extraEnvironment: [String: String] = [:]) throws {
         let running = try CLIProcess.start(["--home", daemonHome, "--sim", "--socket", socket] + extraArguments,
                                            environment: environment(home: daemonHome, extra: extraEnvironment), scratch: scratch,
-                                           wrapper: try daemonUser.wrapper(), program: Self.daemonBinary)
+                                           wrapper: try daemonUser.wrapper(), program: touchstoned)
         daemon = running
         lastDaemonLog = running.stderrPath
         guard running.waitForStderr("listening on", timeout: 30) else {
@@ -163,7 +178,7 @@ final class DaemonRig {
     func start(_ user: TestUser, _ arguments: [String], stdin: [UInt8] = []) throws -> RunningCLI {
         try CLIProcess.start(["--daemon", socket] + arguments, stdin: stdin,
                              environment: environment(home: user.home, extra: ["TOUCHSTONE_HOME": user.home + "/ts"]),
-                             scratch: scratch, wrapper: try user.wrapper())
+                             scratch: scratch, wrapper: try user.wrapper(), program: touchstone)
     }
 
     /// Touches the daemon's simulated reader with finger `id` (as root, from
