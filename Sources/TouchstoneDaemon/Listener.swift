@@ -1,4 +1,5 @@
 import Foundation
+import TouchstoneModel
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -24,31 +25,22 @@ struct Listener {
             return Listener(fd: fd, path: "the socket systemd passed (fd 3)", owned: false)
         }
         let path = requested ?? "/run/touchstone/socket"
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { throw Touchstoned.UsageError(text: "the socket path is longer than \(capacity - 1) bytes: \(path)") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
+        guard withUnixSocketAddress(path, { _, _ in true }) != nil else {
+            throw Touchstoned.UsageError(text: "the socket path is longer than 107 bytes: \(path)")
         }
         var info = stat()
         if lstat(path, &info) == 0 {
             guard info.st_mode & S_IFMT == S_IFSOCK else { throw Touchstoned.UsageError(text: "\(path) exists and is not a socket") }
             // A daemon listening there already keeps it; a stale one goes.
             let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            let alive = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) == 0 }
-            }
+            let alive = withUnixSocketAddress(path) { connect(probe, $0, $1) == 0 } ?? false
             Glibc.close(probe)
             if alive { throw Touchstoned.UsageError(text: "another daemon listens on \(path)") }
             unlink(path)
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw Touchstoned.UsageError(text: "socket: \(String(cString: strerror(errno)))") }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let bound = withUnixSocketAddress(path) { bind(fd, $0, $1) } ?? -1
         guard bound == 0 else {
             let why = String(cString: strerror(errno))
             Glibc.close(fd)

@@ -26,8 +26,7 @@ final class FprintOperation: @unchecked Sendable {
 
     init(timeout: Duration, events: @escaping ScanEventHandler) {
         cancellable = g_cancellable_new()!
-        let ms = timeout.components.seconds * 1000 + timeout.components.attoseconds / 1_000_000_000_000_000
-        timeoutMilliseconds = UInt32(clamping: max(ms, 1))
+        timeoutMilliseconds = UInt32(clamping: max(timeout.wholeMilliseconds, 1))
         self.events = events
     }
 

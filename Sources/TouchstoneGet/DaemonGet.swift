@@ -64,7 +64,7 @@ enum DaemonGet {
             let interaction = TerminalInteraction(passcodeDescriptor: options.passcodeFD)
             let authenticate = DaemonCall.authenticate(
                 access: access, reason: reason ?? "touchstone get: read the secret of \(service) / \(account)",
-                interactive: true, interactionNotAllowed: false, touchTimeoutMilliseconds: milliseconds(options.timeout))
+                interactive: true, interactionNotAllowed: false, touchTimeoutMilliseconds: options.timeout.wholeMilliseconds)
             let (outcome, _) = try await call.exchange(authenticate, interaction: interaction)
             switch outcome {
             case .success(.grant(let id, _, _)): grant = id
@@ -81,10 +81,6 @@ enum DaemonGet {
         }
     }
 
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    }
 
     /// The calls of one connection, their failures read as the daemon
     /// engine reads them.
@@ -96,11 +92,9 @@ enum DaemonGet {
 
         func exchange(_ call: DaemonCall, interaction: (any AuthenticationInteraction)? = nil) async throws -> (DaemonOutcome, [SecureBytes]) {
             do {
-                let request = DaemonRequest(call: call, program: ProcessInfo.processInfo.processName)
-                try connection.socket.send(try DaemonWire.Frame(.request, request))
-                return try await connection.await(interaction: interaction)
-            } catch let error as DaemonWireError {
-                throw KeychainError.daemon(DaemonFailure(error == .closed ? .lost : .refused, socket: socket, reason: error.description))
+                return try await connection.call(call, interaction: interaction, socketPath: socket)
+            } catch {
+                throw KeychainError.daemon(error)
             }
         }
 

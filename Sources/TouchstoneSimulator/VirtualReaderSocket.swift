@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import TouchstoneModel
 
 /// The control socket of one libfprint virtual reader (virtual_device or
 /// virtual_device_storage): how tests and the simulator "touch" it. libfprint is the
@@ -31,20 +32,9 @@ package struct VirtualReaderSocket: Sendable {
     private func connectOnce() throws -> Int32? {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw VirtualReaderSocketError("socket(): errno \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+        guard let result = withUnixSocketAddress(path, { connect(fd, $0, $1) }) else {
             close(fd)
             throw VirtualReaderSocketError("socket path too long: \(path)")
-        }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: bytes)
-        }
-        let result = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
         }
         if result == 0 { return fd }
         let code = errno

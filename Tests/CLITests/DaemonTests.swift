@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import TestRigs
+import TouchstoneModel
 import TouchstoneSimulator
 
 /// touchstoned for real: a system user runs it (setpriv), two login users
@@ -303,15 +304,7 @@ final class RawConnection {
 
     init(_ path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
+        let rc = withUnixSocketAddress(path) { connect(fd, $0, $1) } ?? -1
         guard rc == 0 else {
             Glibc.close(fd)
             throw RigFailure("connect \(path): \(String(cString: strerror(errno)))")

@@ -61,7 +61,7 @@ struct DaemonWireTests {
         #expect(DaemonSocket.system == Configuration.systemDaemonSocket)
         #expect(DaemonSocket.automatic(home: home, simulated: true) == nil)
         try FileManager.default.createDirectory(atPath: home + "/sim", withIntermediateDirectories: false)
-        FileManager.default.createFile(atPath: DaemonSocket.simulator(home: home), contents: Data())
+        #expect(FileManager.default.createFile(atPath: DaemonSocket.simulator(home: home), contents: Data()))
         #expect(DaemonSocket.automatic(home: home, simulated: true) == nil, "a file that is not a socket")
         unlink(DaemonSocket.simulator(home: home))
         let listening = try Self.bind(DaemonSocket.simulator(home: home))
@@ -76,16 +76,7 @@ struct DaemonWireTests {
     /// A Unix socket bound at `path` (so that a socket file is there).
     static func bind(_ path: String) throws -> Int32 {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
-        }
-        let rc = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard rc == 0 else { throw CocoaError(.fileWriteUnknown) }
+        guard withUnixSocketAddress(path, { Glibc.bind(fd, $0, $1) }) == 0 else { throw CocoaError(.fileWriteUnknown) }
         return fd
     }
 

@@ -45,17 +45,7 @@ package actor DaemonEngine: Engine {
                           interaction: (any AuthenticationInteraction)? = nil) async throws(DaemonFailure) -> (DaemonOutcome, [SecureBytes]) {
         await take()
         defer { give() }
-        do {
-            let request = DaemonRequest(call: call, program: ProcessInfo.processInfo.processName)
-            try connection.socket.send(try DaemonWire.Frame(.request, request, secrets: secrets))
-            return try await connection.await(interaction: interaction)
-        } catch let failure as DaemonFailure {
-            throw failure.at(socketPath)
-        } catch let error as DaemonWireError {
-            throw DaemonFailure(error == .closed ? .lost : .refused, socket: socketPath, reason: error.description)
-        } catch {
-            throw DaemonFailure(.lost, socket: socketPath, reason: "\(error)")
-        }
+        return try await connection.call(call, secrets: secrets, interaction: interaction, socketPath: socketPath)
     }
 
     private func take() async {
@@ -168,7 +158,7 @@ package actor DaemonEngine: Engine {
 
     package func enroll(_ finger: Finger, passcode: SecureBytes, timeout: Duration,
                         events: @escaping @Sendable (ScanEvent) -> Void) async throws(DeviceError) {
-        _ = try await device(.enroll(finger: finger, timeoutMilliseconds: Self.milliseconds(timeout)), secrets: [passcode],
+        _ = try await device(.enroll(finger: finger, timeoutMilliseconds: timeout.wholeMilliseconds), secrets: [passcode],
                              interaction: EventRelay(events))
     }
 
@@ -203,7 +193,7 @@ package actor DaemonEngine: Engine {
                               settings: ContextSettings) async throws(AuthenticationError) -> any EngineGrant {
         let call = DaemonCall.authenticate(access: access, reason: reason, interactive: settings.interaction != nil,
                                            interactionNotAllowed: settings.interactionNotAllowed,
-                                           touchTimeoutMilliseconds: Self.milliseconds(settings.touchTimeout))
+                                           touchTimeoutMilliseconds: settings.touchTimeout.wholeMilliseconds)
         guard case .grant(let id, let passcode, let biometricMatch) = try await authentication(call, interaction: settings.interaction) else {
             throw .daemon(unexpected(.none))
         }
@@ -269,10 +259,6 @@ package actor DaemonEngine: Engine {
         return own.id
     }
 
-    static func milliseconds(_ duration: Duration) -> Int {
-        let (seconds, attoseconds) = duration.components
-        return Int(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-    }
 }
 
 /// A grant the daemon holds for one connection: `id` names it there.
@@ -298,9 +284,4 @@ private struct EventRelay: AuthenticationInteraction {
     }
     func scanEvent(_ event: ScanEvent) async { events(event) }
     func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes { throw .notInteractive }
-}
-
-extension DaemonFailure {
-    /// The same failure, naming `socket`.
-    func at(_ socket: String) -> DaemonFailure { DaemonFailure(kind, socket: socket, reason: reason) }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TouchstoneSecure
+import TouchstoneVault
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,8 +50,10 @@ package final class DaemonServer: Sendable {
         self.settings = settings
         self.log = DaemonLog(write: log)
         users = UserEngines(settings: settings)
-        gate = try PasscodeGate(home: settings.home)
-        gates = try GateStore(home: settings.home)
+        // One connection to the daemon's database for both.
+        let database = try SQLiteDatabase(path: settings.home.appendingPathComponent("daemon.sqlite").path)
+        gate = try PasscodeGate(database: database)
+        gates = try GateStore(database: database)
     }
 
     /// Accepts connections on `listener` (a bound, listening Unix socket)

@@ -218,7 +218,7 @@ final class DaemonSession: Sendable {
                 await engine.close()
                 // A passcode the daemon could not judge (no verifier yet)
                 // and the TPM refused counts against the throttle.
-                if case .authenticationFailed = error, takePasscode().0 == .undecided {
+                if case .authenticationFailed = error, case .undecided = takePasscode().0 {
                     server.gate.recordFailure(uid)
                 }
                 throw error
@@ -226,7 +226,7 @@ final class DaemonSession: Sendable {
             await engine.close()
             switch takePasscode() {
             case (.undecided, let passcode?): server.gate.recordSuccess(uid, passcode)
-            case (.verified, _): server.gate.clearFailures(uid)
+            case (.verified(clearing: true), _): server.gate.clearFailures(uid)
             default: break
             }
             let id = state.withLock { state -> UInt64 in
@@ -277,7 +277,7 @@ final class DaemonSession: Sendable {
     /// the verifier knows is wrong never reaches the TPM.
     private func gated<R>(_ passcode: SecureBytes, _ body: () async throws -> R) async throws -> R {
         let gate = server.gate
-        try gate.check(uid)
+        let earlier = try gate.check(uid)
         let known = gate.verify(uid, passcode)
         if known == false {
             gate.recordFailure(uid)
@@ -285,7 +285,7 @@ final class DaemonSession: Sendable {
         }
         do {
             let result = try await body()
-            if known == nil { gate.recordSuccess(uid, passcode) } else { gate.clearFailures(uid) }
+            if known == nil { gate.recordSuccess(uid, passcode) } else if earlier > 0 { gate.clearFailures(uid) }
             return result
         } catch DeviceError.authentication(.authenticationFailed) where known == nil {
             gate.recordFailure(uid)
@@ -293,7 +293,9 @@ final class DaemonSession: Sendable {
         }
     }
 
-    enum PasscodeTried: Sendable { case none, undecided, verified }
+    /// `verified(clearing:)`: the verifier knew it, and wrong ones came
+    /// before it (a success must clear them).
+    enum PasscodeTried: Sendable { case none, undecided, verified(clearing: Bool) }
 
     /// What the call in flight did with a passcode prompt's answer.
     private let passcodeTried = Locked<(PasscodeTried, SecureBytes?)>((.none, nil))
@@ -302,12 +304,12 @@ final class DaemonSession: Sendable {
     /// throttled or when the verifier knows it is wrong (counted).
     func admitTypedPasscode(_ passcode: SecureBytes) throws(AuthenticationError) {
         let gate = server.gate
-        try gate.check(uid)
+        let earlier = try gate.check(uid)
         switch gate.verify(uid, passcode) {
         case false?:
             gate.recordFailure(uid)
             throw .authenticationFailed
-        case true?: passcodeTried.withLock { $0 = (.verified, nil) }
+        case true?: passcodeTried.withLock { $0 = (.verified(clearing: earlier > 0), nil) }
         case nil: passcodeTried.withLock { $0 = (.undecided, passcode) }
         }
     }

@@ -10,8 +10,9 @@ import TouchstoneVault
 package final class GateStore: Sendable {
     private let database: SQLiteDatabase
 
-    package init(home: URL) throws {
-        database = try SQLiteDatabase(path: home.appendingPathComponent("daemon.sqlite").path)
+    /// `database`: the daemon's own (`HOME/daemon.sqlite`).
+    package init(database: SQLiteDatabase) throws {
+        self.database = database
         try database.execute("""
             CREATE TABLE IF NOT EXISTS gates(uid INTEGER PRIMARY KEY, public BLOB NOT NULL, private BLOB NOT NULL,
                                              name BLOB NOT NULL, auth BLOB NOT NULL, pepper BLOB NOT NULL)

@@ -36,8 +36,9 @@ package final class PasscodeGate: Sendable {
     private let pepper: SecureBytes
     private let now: @Sendable () -> Double
 
-    package init(home: URL, now: @escaping @Sendable () -> Double = PasscodeGate.clock) throws {
-        database = try SQLiteDatabase(path: home.appendingPathComponent("daemon.sqlite").path)
+    /// `database`: the daemon's own (`HOME/daemon.sqlite`).
+    package init(database: SQLiteDatabase, now: @escaping @Sendable () -> Double = PasscodeGate.clock) throws {
+        self.database = database
         try database.execute("""
             CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value BLOB NOT NULL);
             CREATE TABLE IF NOT EXISTS throttle(uid INTEGER PRIMARY KEY, failures INTEGER NOT NULL, locked_until REAL NOT NULL);
@@ -74,14 +75,19 @@ package final class PasscodeGate: Sendable {
 
     // MARK: - The throttle
 
-    /// Throws `.passcodeThrottled` while `uid`'s attempts are refused.
-    package func check(_ uid: UInt32) throws(AuthenticationError) {
-        let lockedUntil = (try? database.firstRow("SELECT locked_until FROM throttle WHERE uid = ?", [.integer(Int64(uid))]) {
-            $0.real(0)
+    /// Throws `.passcodeThrottled` while `uid`'s attempts are refused;
+    /// otherwise the wrong passcodes in a row so far (a right one needs to
+    /// clear them only when there are any).
+    @discardableResult
+    package func check(_ uid: UInt32) throws(AuthenticationError) -> Int {
+        let row = (try? database.firstRow("SELECT failures, locked_until FROM throttle WHERE uid = ?", [.integer(Int64(uid))]) {
+            (Int($0.integer(0)), $0.real(1))
         }) ?? nil
-        if let lockedUntil, lockedUntil > now() {
+        guard let (failures, lockedUntil) = row else { return 0 }
+        if lockedUntil > now() {
             throw .passcodeThrottled(retryAfterSeconds: UInt32(min((lockedUntil - now()).rounded(.up), Self.longestWait)))
         }
+        return failures
     }
 
     /// One more wrong passcode of `uid`'s; the wait it starts, if any.

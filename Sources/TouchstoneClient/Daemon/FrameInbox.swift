@@ -88,6 +88,22 @@ package final class DaemonConnection: Sendable {
 
     package func close() { socket.shut() }
 
+    /// One call: the request, then its response, the daemon's prompts
+    /// answered by `interaction` meanwhile. Any failure of the connection
+    /// is a `DaemonFailure` naming `socketPath` (lost when it closed).
+    package func call(_ call: DaemonCall, secrets: [SecureBytes] = [], interaction: (any AuthenticationInteraction)? = nil,
+                      socketPath: String) async throws(DaemonFailure) -> (DaemonOutcome, [SecureBytes]) {
+        do {
+            let request = DaemonRequest(call: call, program: ProcessInfo.processInfo.processName)
+            try socket.send(try DaemonWire.Frame(.request, request, secrets: secrets))
+            return try await self.await(interaction: interaction)
+        } catch let error as DaemonWireError {
+            throw DaemonFailure(error == .closed ? .lost : .refused, socket: socketPath, reason: error.description)
+        } catch {
+            throw DaemonFailure(.lost, socket: socketPath, reason: "\(error)")
+        }
+    }
+
     /// Handles frames until the call's response: scan events go to
     /// `interaction` in order, prompts are answered by it (each in a task of
     /// its own, cancelled when the daemon no longer needs it).

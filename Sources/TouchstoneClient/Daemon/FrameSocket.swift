@@ -21,20 +21,11 @@ package final class FrameSocket: Sendable {
 
     /// Connects to the daemon listening at `path`.
     package static func connect(to path: String) throws(DaemonWireError) -> FrameSocket {
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        let capacity = MemoryLayout.size(ofValue: address.sun_path)
-        guard path.utf8.count < capacity else { throw .system("the socket path is longer than \(capacity - 1) bytes") }
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-            raw[path.utf8.count] = 0
-        }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw .system("socket: \(String(cString: strerror(errno)))") }
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-            }
+        guard let connected = withUnixSocketAddress(path, { Glibc.connect(fd, $0, $1) }) else {
+            Glibc.close(fd)
+            throw .system("the socket path is longer than 107 bytes")
         }
         guard connected == 0 else {
             let why = String(cString: strerror(errno))
@@ -135,10 +126,7 @@ package final class FrameSocket: Sendable {
     }
 
     private func wait(_ limit: Duration?) throws(DaemonWireError) {
-        let milliseconds: Int32 = limit.map { d in
-            let (seconds, attoseconds) = d.components
-            return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        } ?? -1
+        let milliseconds = limit.map { Int32(clamping: $0.wholeMilliseconds) } ?? -1
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while true {
             let ready = poll(&poller, 1, milliseconds)
