@@ -96,6 +96,30 @@ extension Vault {
         return proof
     }
 
+    /// The passcode class key's record as the vault holds it now (its id
+    /// and its blob, neither secret): a secret the TPM opened from that
+    /// record is its secret for as long as the record is the same.
+    package func passcodeKeyRecord() throws -> [UInt8] {
+        let key = try passcodeClassKey()
+        return withUnsafeBytes(of: key.id.littleEndian) { Array($0) } + key.sealed
+    }
+
+    /// The passcode class key's secret in `proof`, when proving opened it.
+    package func openedPasscodeKey(in proof: VaultProof) throws -> SecureBytes? {
+        proof.openedClassKeys[try passcodeClassKey().id]
+    }
+
+    /// A passcode proof made of a secret the TPM opened earlier for this
+    /// passcode (`openedPasscodeKey`), while `passcodeKeyRecord()` is still
+    /// `record`; nil when the record changed since (the TPM must decide).
+    package func passcodeProof(_ passcode: PasscodeAuth, opened secret: SecureBytes, record: [UInt8]) throws -> VaultProof? {
+        let key = try passcodeClassKey()
+        guard try passcodeKeyRecord() == record else { return nil }
+        var proof = VaultProof(passcode: passcode)
+        proof.openedClassKeys[key.id] = secret
+        return proof
+    }
+
     func passcodeClassKey() throws -> ClassKey {
         guard isPasscodeSet else { throw VaultError.passcodeNotSet }
         return try classKey(.passcode)
@@ -222,7 +246,7 @@ extension Vault {
 
     /// Clears the count (a read-only vault keeps it: a lockout stays).
     package func resetBiometricFailures() throws {
-        guard !isReadOnly else { return }
+        guard !isReadOnly, try biometricFailures() != 0 else { return }
         try setMetaInt("biometric_failures", 0)
     }
 

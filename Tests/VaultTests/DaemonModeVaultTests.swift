@@ -35,4 +35,24 @@ struct DaemonModeVaultTests {
         let embedded = try VaultRig()
         #expect(try embedded.vault.classKey(.biometryAny).passcodeSealed != nil)
     }
+
+    @Test("a passcode proof from a key the TPM opened earlier (the daemon's warm passcode) opens passcode items while the passcode key's record is the one it came from; after a passcode change that record is stale and gives no proof")
+    func proofFromAnOpenedKey() throws {
+        let rig = try VaultRig(gated: true)
+        let vault = rig.vault
+        try vault.add(secret("pin"), attributes: ItemAttributes(service: "s", account: "pin", access: .devicePasscode))
+        let proved = try vault.verifyPasscode(rightPasscode)
+        let opened = try #require(try vault.openedPasscodeKey(in: proved))
+        let record = try vault.passcodeKeyRecord()
+
+        let again = try #require(try vault.passcodeProof(rightPasscode, opened: opened, record: record))
+        #expect(string(try vault.secret(service: "s", account: "pin", proof: again)) == "pin")
+
+        let next = PasscodeAuth(passcodeString: "another passcode")
+        try vault.changePasscode(from: rightPasscode, to: next)
+        #expect(try vault.passcodeKeyRecord() != record)
+        #expect(try vault.passcodeProof(rightPasscode, opened: opened, record: record) == nil,
+                "a record from before the change still gave a proof")
+        #expect(string(try vault.secret(service: "s", account: "pin", proof: VaultProof(passcode: next))) == "pin")
+    }
 }

@@ -122,6 +122,9 @@ struct DaemonLog: Sendable {
 actor UserEngines {
     let settings: DaemonServer.Settings
     private var engines: [uid_t: InProcessEngine] = [:]
+    /// Each user's warm passcode (`WarmPasscode`), shared by the engine and
+    /// the sessions' passcode checks.
+    nonisolated let warm = WarmPasscodes()
 
     init(settings: DaemonServer.Settings) { self.settings = settings }
 
@@ -152,7 +155,7 @@ actor UserEngines {
         }
         let gate = try gates.gate(for: uid, vaultExists: FileManager.default.fileExists(
             atPath: configuration.home.appendingPathComponent("vault.sqlite").path), tcti: tcti)
-        let engine = try await InProcessEngine.open(configuration, gate: gate)
+        let engine = try await InProcessEngine.open(configuration, gate: gate, warm: warm.of(uid))
         engines[uid] = engine
         return engine
     }

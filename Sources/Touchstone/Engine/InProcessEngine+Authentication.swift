@@ -150,8 +150,19 @@ extension InProcessEngine {
             throw AuthenticationError.notInteractive
         }
         let typed = try await interaction.passcode(reason: reason)
-        let proof = try vault.verifyPasscode(PasscodeAuth(passcode: typed))
+        let auth = PasscodeAuth(passcode: typed)
+        // Daemon mode: the user's last right passcode, warm, proves itself
+        // with the key the TPM opened for it, while its record is unchanged.
+        if let warm, let kept = warm.opened(for: typed),
+           let proof = try vault.passcodeProof(auth, opened: kept.secret, record: kept.record) {
+            try vault.resetBiometricFailures()
+            return proof
+        }
+        let proof = try vault.verifyPasscode(auth)
         try vault.resetBiometricFailures()
+        if let warm, let secret = try vault.openedPasscodeKey(in: proof) {
+            warm.remember(typed, secret: secret, record: try vault.passcodeKeyRecord())
+        }
         return proof
     }
 }

@@ -21,12 +21,15 @@ package actor InProcessEngine: Engine {
     let readerTarget: ReaderTarget
     /// The reader, opened on first use; released by `close()`.
     var reader: ReaderConnection?
+    /// Daemon mode: the user's last right passcode, kept warm.
+    let warm: WarmPasscode?
 
     package nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
     package nonisolated var taskExecutor: (any TaskExecutor)? { thread }
 
-    private init(configuration: Configuration, thread: DedicatedThread, backend: Backend) {
+    private init(configuration: Configuration, thread: DedicatedThread, backend: Backend, warm: WarmPasscode?) {
         self.configuration = configuration
+        self.warm = warm
         self.thread = thread
         tpm = backend.tpm
         vault = backend.vault
@@ -45,12 +48,13 @@ package actor InProcessEngine: Engine {
     /// its TPM, on `thread` (one of its own by default), which then runs the
     /// engine; on a failure the thread is given back.
     /// `gate`: the daemon's gate for this user (daemon mode only): every
-    /// key this engine seals needs it.
+    /// key this engine seals needs it; `warm`: where it keeps the user's
+    /// last right passcode warm.
     static func open(_ configuration: Configuration, on thread: DedicatedThread = makeThread(),
-                     gate: TPMGate? = nil) async throws(DeviceError) -> InProcessEngine {
+                     gate: TPMGate? = nil, warm: WarmPasscode? = nil) async throws(DeviceError) -> InProcessEngine {
         do {
             let backend = try await thread.run { try Backend(configuration, gate: gate) }
-            return InProcessEngine(configuration: configuration, thread: thread, backend: backend)
+            return InProcessEngine(configuration: configuration, thread: thread, backend: backend, warm: warm)
         } catch {
             thread.recycle()
             throw DeviceError(BackendFailure(error))

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A client's call: one `Engine` method. Secrets travel in the frame's
 /// secrets part, in the order each case names.
@@ -35,6 +36,12 @@ package enum DaemonCall: Codable, Sendable, Hashable {
     /// An import's enrolled set. Secrets: the passcode, then each finger's
     /// print, in the order of `fingers`.
     case importFingers(driver: String, deviceID: String, fingers: [Finger])
+    /// `touchstone get` in one call: the item's access, an authentication
+    /// for it when it has one (interactive, `reason` shown, touches waited
+    /// for at most the timeout), then its secret (`.secret`, the secret
+    /// attached). Every failure is a `.keychain` outcome, as the three
+    /// calls' failures read on the client.
+    case getSecret(service: String, account: String, reason: String, touchTimeoutMilliseconds: Int)
 
     /// A short name for the daemon's log (no item names, no secrets).
     package var name: String {
@@ -58,6 +65,7 @@ package enum DaemonCall: Codable, Sendable, Hashable {
         case .items: "list"
         case .attributes: "attributes"
         case .importFingers: "import-fingers"
+        case .getSecret: "get"
         }
     }
 
