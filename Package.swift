@@ -85,8 +85,10 @@ let package = Package(
         .target(name: "TouchstoneCLISupport", dependencies: ["TouchstoneClient", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
                           linkerSettings: exportSharedCryptoContext),
-        .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"]),
-        .executableTarget(name: "TouchstoneDispatch", path: "Sources/TouchstoneDispatch"),
+        .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"],
+                          linkerSettings: [.unsafeFlags(["-static-executable", "-Xlinker", "-l_FoundationCollections", "-Xlinker", "-l_FoundationCShims"])]),
+        .executableTarget(name: "TouchstoneDispatch", path: "Sources/TouchstoneDispatch",
+                          linkerSettings: [.unsafeFlags(["-static-executable"])]),
         // The daemon engine's server: the public API's package side (DaemonServer).
         .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the command writes: results on stdout, everything else (progress,
 /// prompts, errors) on stderr. Writes go straight to the descriptors,

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TouchstoneClient
 import TouchstoneCLISupport
 import TouchstoneCommandLine
@@ -19,87 +20,79 @@ enum DaemonGet {
 
     /// Runs touchstone-cli (next to this binary) with the same arguments.
     static func handOn() -> Never {
-        let here = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let cli = (here as NSString).deletingLastPathComponent + "/touchstone-cli"
+        var path = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let length = readlink("/proc/self/exe", &path, path.count - 1)
+        let here = length > 0 ? String(decoding: path[..<length].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                              : CommandLine.arguments[0]
+        let folder = here.lastIndex(of: "/").map { String(here[..<$0]) } ?? "."
+        let cli = folder + "/touchstone-cli"
         var argv: [UnsafeMutablePointer<CChar>?] = CommandLine.arguments.map { strdup($0) } + [nil]
         execv(cli, &argv)
         Output.error("cannot run \(cli): \(String(cString: strerror(errno)))")
         exit(ExitCode.failure.rawValue)
     }
 
-    static func run(service: String, account: String, reason: String?, options: GlobalOptions, socket: String) async -> Int32 {
-        let signals = SignalCancellation()
-        let task = Task.detached { () async -> Int32 in
-            let translation = ErrorTranslation(simulatedReader: options.reader == .simulator, simulatedTPM: options.tpm == .simulator)
-            do {
-                try await get(service: service, account: account, reason: reason, options: options, socket: socket)
-                return ExitCode.success.rawValue
-            } catch {
-                var failure = translation.failure(for: error)
-                if Task.isCancelled { failure = .cancelled }
-                failure.report()
-                return failure.code.rawValue
-            }
+    /// The whole get on this thread, with blocking calls: no tasks, no
+    /// threads, no Dispatch (docs/daemon.md, "The client"). A signal ends
+    /// it at once with exit 3, the connection closed (the daemon then
+    /// cancels what it was doing for it).
+    static func run(service: String, account: String, reason: String?, options: GlobalOptions, socket: String) -> Int32 {
+        let interrupt = Interrupt()
+        let translation = ErrorTranslation(simulatedReader: options.reader == .simulator, simulatedTPM: options.tpm == .simulator)
+        do {
+            try get(service: service, account: account, reason: reason, options: options, socket: socket, interrupt: interrupt)
+            return ExitCode.success.rawValue
+        } catch {
+            BlockingTerminal.restoreTerminal()
+            let failure = error is CancellationError || interrupt.fired ? .cancelled : translation.failure(for: error)
+            failure.report()
+            return failure.code.rawValue
         }
-        signals.onSignal { task.cancel() }
-        let code = await task.value
-        return signals.wasSignalled ? ExitCode.cancelled.rawValue : code
     }
 
     private static func get(service: String, account: String, reason: String?, options: GlobalOptions,
-                            socket: String) async throws {
-        let connection: DaemonConnection
+                            socket: String, interrupt: Interrupt) throws {
+        let connected: FrameSocket
         do {
-            connection = DaemonConnection(socket: try FrameSocket.connect(to: socket))
+            connected = try FrameSocket.connect(to: socket)
         } catch {
             throw DeviceError.daemon(DaemonFailure(.unreachable, socket: socket, reason: error.description))
         }
-        defer { connection.close() }
-        let call = Call(connection: connection, socket: socket)
-        guard case .access(let access) = try await call.keychain(.openAccess(service: service, account: account)).0 else {
-            throw KeychainError.daemon(call.unexpected)
-        }
-        var grant: UInt64?
-        if !access.flags.isEmpty {
-            let interaction = TerminalInteraction(passcodeDescriptor: options.passcodeFD)
-            let authenticate = DaemonCall.authenticate(
-                access: access, reason: reason ?? "touchstone get: read the secret of \(service) / \(account)",
-                interactive: true, interactionNotAllowed: false, touchTimeoutMilliseconds: options.timeout.wholeMilliseconds)
-            let (outcome, _) = try await call.exchange(authenticate, interaction: interaction)
-            switch outcome {
-            case .success(.grant(let id, _, _)): grant = id
-            case .authentication(let error): throw KeychainError(error)
-            case .refused(let why): throw KeychainError.daemon(DaemonFailure(.refused, socket: socket, reason: why))
-            default: throw KeychainError.daemon(call.unexpected)
-            }
-        }
-        let (result, secrets) = try await call.keychain(.secret(service: service, account: account, grant: grant))
+        defer { connected.shut() }
+        let terminal = BlockingTerminal(passcodeDescriptor: options.passcodeFD, interrupt: interrupt)
+        let call = Call(connection: BlockingConnection(socket: connected, terminal: terminal, socketPath: socket,
+                                                       program: ProcessInfo.processInfo.processName),
+                        socket: socket)
+        // One call: the daemon reads the item's access, authenticates for
+        // it (its prompts come back on the way) and answers with the secret.
+        let (result, secrets) = try call.keychain(.getSecret(
+            service: service, account: account, reason: reason ?? "touchstone get: read the secret of \(service) / \(account)",
+            touchTimeoutMilliseconds: options.timeout.wholeMilliseconds))
         guard case .secret = result, secrets.count == 1 else { throw KeychainError.daemon(call.unexpected) }
-        try Task.checkCancellation()  // a signal just now: write nothing
+        if interrupt.fired { throw CancellationError() }  // a signal just now: write nothing
         guard secrets[0].withUnsafeBytes({ Output.write(1, $0) }) else {
             throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
         }
     }
 
-
     /// The calls of one connection, their failures read as the daemon
     /// engine reads them.
     struct Call {
-        let connection: DaemonConnection
+        let connection: BlockingConnection
         let socket: String
 
         var unexpected: DaemonFailure { DaemonFailure(.refused, socket: socket, reason: "an answer of another kind than the call's") }
 
-        func exchange(_ call: DaemonCall, interaction: (any AuthenticationInteraction)? = nil) async throws -> (DaemonOutcome, [SecureBytes]) {
+        func exchange(_ call: DaemonCall) throws -> (DaemonOutcome, [SecureBytes]) {
             do {
-                return try await connection.call(call, interaction: interaction, socketPath: socket)
-            } catch {
+                return try connection.call(call)
+            } catch let error as DaemonFailure {
                 throw KeychainError.daemon(error)
             }
         }
 
-        func keychain(_ call: DaemonCall) async throws -> (DaemonResult, [SecureBytes]) {
-            let (outcome, secrets) = try await exchange(call)
+        func keychain(_ call: DaemonCall) throws -> (DaemonResult, [SecureBytes]) {
+            let (outcome, secrets) = try exchange(call)
             switch outcome {
             case .success(let result): return (result, secrets)
             case .keychain(let error): throw error

@@ -3,7 +3,8 @@
 // The `touchstone` dispatcher hands it a get when a daemon's socket is
 // there; anything else (another command, the embedded engine) it hands on
 // to touchstone-cli, the whole command, with the same arguments.
-import Foundation
+import FoundationEssentials
+import Glibc
 import TouchstoneClient
 import TouchstoneCLISupport
 import TouchstoneCommandLine
@@ -15,4 +16,4 @@ guard case .run(.get(let service, let account, let reason), let options)
       let socket = DaemonGet.socket(for: options) else {
     DaemonGet.handOn()
 }
-exit(await DaemonGet.run(service: service, account: account, reason: reason, options: options, socket: socket))
+exit(DaemonGet.run(service: service, account: account, reason: reason, options: options, socket: socket))

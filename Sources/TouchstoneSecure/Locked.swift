@@ -1,21 +1,33 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
-/// A value behind a pthread mutex (NSLock), for state that threads contend
-/// for. `Synchronization.Mutex` serves everywhere else; where contention is
-/// the normal case this one is used instead, because ThreadSanitizer does
-/// not see `Mutex`'s contended path (a futex in the standard library) and
-/// reports the accesses it orders as races. The one `@unchecked Sendable`
-/// it takes stands for all its users.
+/// A value behind a pthread mutex, for state that threads contend for.
+/// `Synchronization.Mutex` serves everywhere else; where contention is the
+/// normal case this one is used instead, because ThreadSanitizer does not
+/// see `Mutex`'s contended path (a futex in the standard library) and
+/// reports the accesses it orders as races, while it sees pthread's. The
+/// one `@unchecked Sendable` it takes stands for all its users.
 package final class Locked<Value>: @unchecked Sendable {
-    // @unchecked Sendable: `value` is only touched under `lock`.
-    private let lock = NSLock()
+    // @unchecked Sendable: `value` is only touched under `mutex`.
+    private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private var value: Value
 
-    package init(_ value: Value) { self.value = value }
+    package init(_ value: Value) {
+        self.value = value
+        mutex = .allocate(capacity: 1)
+        mutex.initialize(to: pthread_mutex_t())
+        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+    }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
 
     package func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
         return try body(&value)
     }
 }

@@ -65,6 +65,46 @@ struct DaemonTests {
         }
     }
 
+    @Test("a warm passcode: the right one again opens with the TPM stopped (the daemon kept the key the TPM opened for it) where a change, which needs the TPM, waits for it; a wrong one is still refused; after the change the old one opens nothing and the new one does")
+    func warmPasscode() throws {
+        let rig = try DaemonRig()
+        defer { rig.close() }
+        let alice = rig.alice
+        try rig.setUp(alice)
+        #expect(rig.run(alice, ["add", "mail", "alice", "--access", "passcode"], stdin: Array("pass-secret".utf8)).code == 0)
+        func get(_ passcode: String) -> CLIResult {
+            rig.run(alice, ["get", "mail", "alice", "--passcode-fd", "0"], stdin: CLISandbox.line(passcode), timeout: 60)
+        }
+        // The first right passcode goes the whole way: verifier, gate, TPM.
+        let first = get(Self.passcode)
+        #expect(first.code == 0 && first.stdoutText == "pass-secret", "\(first.stderr)")
+
+        let swtpm = try #require(Int32((try String(contentsOfFile: rig.daemonHome + "/sim/tpm/pid", encoding: .utf8))
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(swtpm, SIGSTOP) == 0)
+        var stopped = true
+        defer { if stopped { kill(swtpm, SIGCONT) } }
+
+        let warm = get(Self.passcode)
+        #expect(warm.code == 0 && warm.stdoutText == "pass-secret", "\(warm.stderr)")
+        let wrong = get("not-it")
+        #expect(wrong.code == 2 && wrong.stdout.isEmpty, "\(wrong.stderr)")
+        // A change seals anew: it waits for the stopped TPM.
+        let change = try rig.start(alice, ["passcode", "change", "--passcode-fd", "0"],
+                                   stdin: CLISandbox.line(Self.passcode) + CLISandbox.line("another-passcode"))
+        usleep(1_500_000)
+        #expect(change.poll() == nil, "a passcode change finished with the TPM stopped: \(change.stderrSoFar)")
+        kill(swtpm, SIGCONT)
+        stopped = false
+        let changed = change.wait(timeout: 60)
+        #expect(changed.code == 0, "\(changed.stderr)")
+
+        let old = get(Self.passcode)
+        #expect(old.code == 2 && old.stdout.isEmpty, "the old passcode, warm before the change, opened: \(old.stdoutText)")
+        let new = get("another-passcode")
+        #expect(new.code == 0 && new.stdoutText == "pass-secret", "\(new.stderr)")
+    }
+
     @Test("users are kept apart: bob sees nothing of alice's, his own item of the same name is his; neither can read the daemon's state, which its own user can")
     func usersApart() throws {
         let rig = try DaemonRig()

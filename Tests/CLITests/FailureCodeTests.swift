@@ -29,11 +29,13 @@ struct FailureCodeTests {
         #expect(status.stdoutText.contains(#""running":false"#))
     }
 
-    @Test("Ctrl-C or SIGTERM while waiting for a touch: exit 3, no error text, and the next command works",
-          arguments: [SIGINT, SIGTERM])
-    func interrupt(_ signalNumber: Int32) throws {
-        let sandbox = try CLISandbox()
+    @Test("Ctrl-C or SIGTERM while waiting for a touch: exit 3, no error text, and the next command works; embedded, and through the simulator's touchstoned (the get then runs in touchstone-get)",
+          arguments: [SIGINT, SIGTERM], [false, true])
+    func interrupt(_ signalNumber: Int32, throughDaemon: Bool) throws {
+        let sandbox = try CLISandbox(startSimulator: false)
         defer { sandbox.close() }
+        let started = sandbox.run(["sim", "start"] + (throughDaemon ? ["--daemon"] : []))
+        #expect(started.code == 0, "\(started.stderr)")
         #expect(sandbox.setPasscode().code == 0)
         #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
         #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "biometry-any"], stdin: Array("kept".utf8)).code == 0)
@@ -56,6 +58,10 @@ struct FailureCodeTests {
         let next = sandbox.withTouch("alice", ["--sim", "get", "s", "a"])
         #expect(next.code == 0, "\(next.stderr)")
         #expect(next.stdoutText == "kept")
+        if throughDaemon {
+            let log = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
+            #expect(log.contains("(touchstone-get): get: ok"), "the gets went through the daemon: \(log)")
+        }
     }
 
     @Test("no touch before the timeout: exit 3")

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where the automatic engine looks for a daemon: the rule both the
 /// library (`Configuration.resolvedEngine`) and a daemon client follow.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TouchstoneSecure
 
 /// The protocol between a `DaemonEngine` and `touchstoned`, on a Unix

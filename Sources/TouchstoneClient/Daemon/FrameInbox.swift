@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TouchstoneSecure
 
 /// The frames a socket receives, read on a thread of their own (blocking
@@ -17,7 +18,7 @@ package final class FrameInbox: Sendable {
     /// once begun.
     package init(reading socket: FrameSocket, idle: Duration?, stall: Duration,
                  mayIdle: @escaping @Sendable () -> Bool = { false }) {
-        let thread = Thread { [self] in
+        startDetachedThread(name: "touchstone-socket") { [self] in
             while true {
                 do {
                     deliver(try socket.receive(idle: idle, stall: stall, keepWaiting: mayIdle))
@@ -27,9 +28,6 @@ package final class FrameInbox: Sendable {
                 }
             }
         }
-        thread.name = "touchstone-socket"
-        thread.stackSize = 256 << 10
-        thread.start()
     }
 
     private func deliver(_ frame: DaemonWire.Frame) {

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import TouchstoneSecure
 import Synchronization
 
@@ -26,11 +27,10 @@ enum LineReader {
         let result = Handover()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                let thread = Thread {
+                startDetachedThread(name: "touchstone-line") {
                     result.put(blockingRead(fd, cancel: cancel.readEnd, limit: limit))
                     continuation.resume()
                 }
-                thread.start()
             }
         } onCancel: {
             cancel.signal()
@@ -82,19 +82,22 @@ enum LineReader {
         }
     }
 
-    /// The loop the thread runs.
-    private static func blockingRead(_ fd: Int32, cancel: Int32, limit: Int) -> Outcome {
+    /// Reads the line on the caller's thread: `cancel` (or `alsoCancel`,
+    /// when not -1) readable ends it (`.cancelled`). The loop the reading
+    /// thread runs.
+    static func blockingRead(_ fd: Int32, cancel: Int32, alsoCancel: Int32 = -1, limit: Int) -> Outcome {
         let buffer = SecureBytes(count: limit)
         var count = 0
         while true {
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: cancel, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 2, -1)
+                       pollfd(fd: cancel, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: alsoCancel, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 3, -1)
             if ready < 0 {
                 if errno == EINTR { continue }
                 return .failed("poll: \(String(cString: strerror(errno)))")
             }
-            if fds[1].revents != 0 { return .cancelled }
+            if fds[1].revents != 0 || fds[2].revents != 0 { return .cancelled }
             guard fds[0].revents != 0 else { continue }
             var byte: UInt8 = 0
             let n = read(fd, &byte, 1)

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The terminal's side of an authentication, as the `touchstone` command
 /// has it: prompts on stderr, Enter on the terminal to use the passcode
@@ -28,9 +29,7 @@ public final class TerminalInteraction: AuthenticationInteraction {
         if passcodeAllowed && passcodeDescriptor != nil { return }
         let tty = passcodeAllowed ? Terminal.open() : nil
         defer { if let tty { close(tty) } }
-        Self.say(reason)
-        Self.say(tty != nil ? "touch the reader (Enter: use passcode, Ctrl-C: cancel)"
-                            : "touch the reader (Ctrl-C: cancel)")
+        Self.announceTouch(reason: reason, enterForPasscode: tty != nil)
         if let tty {
             switch await LineReader.readLine(from: tty) {
             case .line: return  // Enter: the person asks for the passcode
@@ -57,7 +56,25 @@ public final class TerminalInteraction: AuthenticationInteraction {
     /// `notInteractive`.
     public func readPasscode(prompt: String) async throws(AuthenticationError) -> SecureBytes {
         if let fd = passcodeDescriptor {
-            switch await LineReader.readLine(from: fd, limit: 1024) {
+            return try Self.passcode(await LineReader.readLine(from: fd, limit: Self.passcodeLimit), descriptor: fd)
+        }
+        guard let tty = Terminal.open() else { throw .notInteractive }
+        defer { close(tty) }
+        Self.write(prompt)
+        Terminal.disableEcho(tty)
+        let outcome = await LineReader.readLine(from: tty, limit: Self.passcodeLimit)
+        Terminal.restoreEcho()
+        return try Self.passcode(outcome, descriptor: nil)
+    }
+
+    /// The longest passcode line read.
+    static let passcodeLimit = 1024
+
+    /// A passcode line's read as the passcode, or the error it is: from
+    /// `descriptor` (`--passcode-fd`), or from the terminal (nil).
+    static func passcode(_ outcome: LineReader.Outcome, descriptor: Int32?) throws(AuthenticationError) -> SecureBytes {
+        if let fd = descriptor {
+            switch outcome {
             case .line(let passcode):
                 guard passcode.count > 0 else { throw .interactionFailed("--passcode-fd \(fd): the passcode line is empty") }
                 return passcode
@@ -67,12 +84,6 @@ public final class TerminalInteraction: AuthenticationInteraction {
             case .failed(let why): throw .interactionFailed("--passcode-fd \(fd): \(why)")
             }
         }
-        guard let tty = Terminal.open() else { throw .notInteractive }
-        defer { close(tty) }
-        Self.write(prompt)
-        Terminal.disableEcho(tty)
-        let outcome = await LineReader.readLine(from: tty, limit: 1024)
-        Terminal.restoreEcho()
         switch outcome {
         case .line(let passcode):
             guard passcode.count > 0 else { throw .interactionFailed("the passcode is empty") }
@@ -104,10 +115,17 @@ public final class TerminalInteraction: AuthenticationInteraction {
         }
     }
 
+    /// What the terminal shows while a touch is awaited.
+    static func announceTouch(reason: String, enterForPasscode: Bool) {
+        say(reason)
+        say(enterForPasscode ? "touch the reader (Enter: use passcode, Ctrl-C: cancel)"
+                             : "touch the reader (Ctrl-C: cancel)")
+    }
+
     static func say(_ line: String) { write(line + "\n") }
 
     /// Writes every byte to stderr, unbuffered, retrying short writes.
-    private static func write(_ text: String) {
+    static func write(_ text: String) {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {

@@ -1,0 +1,116 @@
+import Glibc
+import TouchstoneSecure
+
+/// `DaemonConnection`'s calls for a process that runs on one thread with
+/// blocking calls (touchstone-get): the request, then the daemon's frames
+/// until its response, the prompts answered by `terminal` on the way. A
+/// signal (`terminal.interrupt`) ends the call with `CancellationError`;
+/// the caller closes the connection, and the daemon cancels what it was
+/// doing.
+package struct BlockingConnection {
+    package let socket: FrameSocket
+    package let terminal: BlockingTerminal
+    package let socketPath: String
+    package let program: String
+
+    package init(socket: FrameSocket, terminal: BlockingTerminal, socketPath: String, program: String) {
+        self.socket = socket
+        self.terminal = terminal
+        self.socketPath = socketPath
+        self.program = program
+    }
+
+    /// One call. Any failure of the connection is a `DaemonFailure` naming
+    /// `socketPath` (lost when it closed); a signal, `CancellationError`.
+    package func call(_ call: DaemonCall, secrets: [SecureBytes] = []) throws -> (DaemonOutcome, [SecureBytes]) {
+        do {
+            try socket.send(try DaemonWire.Frame(.request, DaemonRequest(call: call, program: program), secrets: secrets))
+            return try exchange()
+        } catch let error as DaemonWireError {
+            throw DaemonFailure(error == .closed ? .lost : .refused, socket: socketPath, reason: error.description)
+        }
+    }
+
+    /// A touch prompt being shown: its id, and the terminal whose Enter
+    /// asks for the passcode instead.
+    private struct Touch {
+        let id: UInt32
+        var enter: Int32?
+    }
+
+    private func exchange() throws -> (DaemonOutcome, [SecureBytes]) {
+        var touch: Touch?
+        defer { if let fd = touch?.enter { close(fd) } }
+        while true {
+            var fds = [pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: terminal.interrupt.readEnd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: touch?.enter ?? -1, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&fds, 3, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                throw DaemonWireError.system("poll: \(String(cString: strerror(errno)))")
+            }
+            if fds[1].revents != 0 { throw CancellationError() }
+            if fds[2].revents != 0, let shown = touch, let tty = shown.enter {
+                let asked = terminal.readEnter(tty)
+                close(tty)
+                touch?.enter = nil
+                if terminal.interrupt.fired { throw CancellationError() }
+                // Enter: the person asks for the passcode. At the
+                // terminal's end, the touch alone remains.
+                if asked { try reply(DaemonReply(id: shown.id, answer: .fallback)) }
+                continue
+            }
+            guard fds[0].revents != 0 else { continue }
+            let frame = try socket.receive(idle: nil, stall: .seconds(30))
+            switch frame.kind {
+            case .response:
+                return (try frame.decode(DaemonOutcome.self), frame.secrets)
+            case .event:
+                BlockingTerminal.say(try frame.decode(ScanEvent.self))
+            case .prompt:
+                let prompt = try frame.decode(DaemonPrompt.self)
+                switch prompt.need {
+                case .passcode:
+                    try answerPasscode(prompt.id)
+                case .touch(let reason, let passcodeAllowed):
+                    switch terminal.touchPrompt(reason: reason, passcodeAllowed: passcodeAllowed) {
+                    case .useThePasscode: try reply(DaemonReply(id: prompt.id, answer: .fallback))
+                    case .waiting(let enter):
+                        if let old = touch?.enter { close(old) }
+                        touch = Touch(id: prompt.id, enter: enter)
+                    }
+                }
+            case .cancel:
+                let id = try frame.decode(DaemonCancel.self).id
+                if let shown = touch, shown.id == id {
+                    if let tty = shown.enter { close(tty) }
+                    touch = nil
+                }
+            case .request, .reply:
+                throw DaemonWireError.malformed("a \(frame.kind) frame from the daemon")
+            }
+        }
+    }
+
+    /// Reads the passcode and sends it; a failure to read is the answer.
+    /// When the daemon speaks first (it cancelled the prompt), nothing is
+    /// sent: the next frame says what came instead.
+    private func answerPasscode(_ id: UInt32) throws {
+        let typed: SecureBytes?
+        do {
+            typed = try terminal.passcode(unlessReadable: socket.fd)
+        } catch {
+            if terminal.interrupt.fired { throw CancellationError() }
+            try reply(DaemonReply(id: id, answer: .failed(error)))
+            return
+        }
+        if terminal.interrupt.fired { throw CancellationError() }
+        guard let typed else { return }
+        try reply(DaemonReply(id: id, answer: .passcode), secrets: [typed])
+    }
+
+    private func reply(_ reply: DaemonReply, secrets: [SecureBytes] = []) throws(DaemonWireError) {
+        try socket.send(try DaemonWire.Frame(.reply, reply, secrets: secrets))
+    }
+}
