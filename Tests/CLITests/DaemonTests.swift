@@ -65,7 +65,7 @@ struct DaemonTests {
         }
     }
 
-    @Test("a warm passcode: the right one again opens with the TPM stopped (the daemon kept the key the TPM opened for it) where a change, which needs the TPM, waits for it; a wrong one is still refused; after the change the old one opens nothing and the new one does")
+    @Test("a warm passcode: the right one again opens with the TPM stopped (the daemon kept the key the TPM opened for it) where a change, which needs the TPM, waits for it; a wrong one is still refused; after the change the old one opens nothing and the new one does; ten wrong ones while it is warm throttle it like any other")
     func warmPasscode() throws {
         let rig = try DaemonRig()
         defer { rig.close() }
@@ -103,6 +103,15 @@ struct DaemonTests {
         #expect(old.code == 2 && old.stdout.isEmpty, "the old passcode, warm before the change, opened: \(old.stdoutText)")
         let new = get("another-passcode")
         #expect(new.code == 0 && new.stdoutText == "pass-secret", "\(new.stderr)")
+
+        // Wrong passcodes while one is warm count as ever: after ten, the
+        // warm one is refused too, with when to retry.
+        for attempt in 1...10 {
+            #expect(get("wrong-\(attempt)").code == 2, "wrong passcode \(attempt)")
+        }
+        let held = get("another-passcode")
+        #expect(held.code == 12 && held.stdout.isEmpty, "\(held.stderr)")
+        #expect(held.stderr.contains("touchstoned refuses passcode attempts"), "\(held.stderr)")
     }
 
     @Test("users are kept apart: bob sees nothing of alice's, his own item of the same name is his; neither can read the daemon's state, which its own user can")
