@@ -269,55 +269,65 @@ final class DaemonSession: Sendable {
             grant = try await engine.authenticate(access, reason: reason, settings: settings)
         } catch {
             await engine.close()
-            // A passcode the daemon could not judge (no verifier yet)
-            // and the TPM refused counts against the throttle.
-            if case .authenticationFailed = error, case .undecided = takePasscode().0 {
-                server.gate.recordFailure(uid)
-            }
+            settleAuthentication(failure: error)
             throw error
         }
         await engine.close()
-        switch takePasscode() {
+        settleAuthentication(failure: nil)
+        return grant
+    }
+
+    /// Tells the throttle what an authentication did with a typed passcode:
+    /// a passcode the daemon could not judge (no verifier yet) is recorded
+    /// when the TPM took it and counted when it refused it; a right one
+    /// after wrong ones clears them.
+    private func settleAuthentication(failure: (any Error)?) {
+        let (tried, passcode) = takePasscode()
+        if let failure {
+            if case .authenticationFailed? = failure as? AuthenticationError, case .undecided = tried {
+                server.gate.recordFailure(uid)
+            }
+            return
+        }
+        switch (tried, passcode) {
         case (.undecided, let passcode?): server.gate.recordSuccess(uid, passcode)
         case (.verified(clearing: true), _): server.gate.clearFailures(uid)
         default: break
         }
-        return grant
     }
 
-    /// `touchstone get` in one call (`DaemonCall.getSecret`): the access,
-    /// an authentication when it needs one, the secret; each step's failure
-    /// as the client reads it from the separate calls (openAccess,
-    /// authenticate, secret), so the command says the same either way.
+    /// `touchstone get` in one call (`DaemonCall.getSecret`), done by the
+    /// engine in one call on its thread; each step's failure as the client
+    /// reads it from the separate calls (openAccess, authenticate, secret),
+    /// so the command says the same either way.
     private func getSecret(service: String, account: String, reason: String, milliseconds: Int,
                            on engine: InProcessEngine) async throws -> (DaemonOutcome, [SecureBytes]) {
-        func keychain(_ outcome: DaemonOutcome) -> (DaemonOutcome, [SecureBytes]) {
-            if case .authentication(let error) = outcome { return (.keychain(.authentication(error)), []) }
-            return (outcome, [])
-        }
-        let access: AccessControl
-        do {
-            access = try await engine.openAccess(service: service, account: account)
-        } catch {
-            return keychain(Self.outcome(error, for: .openAccess(service: service, account: account)))
-        }
-        var grant: (any EngineGrant)?
-        if !access.flags.isEmpty {
-            let call = DaemonCall.authenticate(access: access, reason: reason, interactive: true, interactionNotAllowed: false,
-                                               touchTimeoutMilliseconds: milliseconds)
-            do {
-                grant = try await authenticate(access, reason: reason, interactive: true, interactionNotAllowed: false,
-                                               milliseconds: milliseconds, on: engine)
-            } catch {
-                let outcome = Self.outcome(error, for: call)
-                if case .authentication(let error) = outcome { return (.keychain(KeychainError(error)), []) }
-                return (outcome, [])
+        let settings = ContextSettings(interaction: SessionInteraction(session: self), interactionNotAllowed: false,
+                                       touchTimeout: Self.touchTimeout(milliseconds))
+        let (step, authenticated, result) = await engine.getSecret(service: service, account: account, reason: reason,
+                                                                   settings: settings)
+        if authenticated {
+            if case .failure(let error) = result, step == .authentication {
+                settleAuthentication(failure: error)
+            } else {
+                settleAuthentication(failure: nil)
             }
         }
-        do {
-            return (.success(.secret), [try await engine.secret(service: service, account: account, grant: grant)])
-        } catch {
-            return keychain(Self.outcome(error, for: .secret(service: service, account: account, grant: nil)))
+        switch result {
+        case .success(let secret):
+            return (.success(.secret), [secret])
+        case .failure(let error):
+            let call: DaemonCall = switch step {
+            case .access: .openAccess(service: service, account: account)
+            case .authentication: .authenticate(access: .devicePasscode, reason: reason, interactive: true,
+                                                interactionNotAllowed: false, touchTimeoutMilliseconds: milliseconds)
+            case .secret: .secret(service: service, account: account, grant: nil)
+            }
+            let outcome = Self.outcome(error, for: call)
+            if case .authentication(let error) = outcome {
+                return (.keychain(step == .authentication ? KeychainError(error) : .authentication(error)), [])
+            }
+            return (outcome, [])
         }
     }
 
