@@ -45,6 +45,10 @@ let package = Package(
             pkgConfig: "libfprint-2",
             providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
         .systemLibrary(
+            name: "CGio", path: "Sources/CGio",
+            pkgConfig: "gio-2.0",
+            providers: [.apt(["libglib2.0-dev"])]),
+        .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
@@ -73,6 +77,9 @@ let package = Package(
         // interaction protocol, the terminal's interaction, the daemon's wire
         // protocol.
         .target(name: "TouchstoneClient", dependencies: ["TouchstoneModel", "TouchstoneSecure"]),
+        // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
+        // own, names, exported objects, signals, calls (the D-Bus front ends).
+        .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
@@ -105,6 +112,8 @@ let package = Package(
         .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
+        .testTarget(name: "DBusTests", dependencies: ["TouchstoneDBus", "TouchstoneSimulator", "TouchstoneSecure", "TouchstoneModel"],
+                    path: "Tests/DBusTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
         .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator"], path: "Tests/CLITests"),

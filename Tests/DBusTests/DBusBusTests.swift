@@ -1,0 +1,233 @@
+import Foundation
+import Glibc
+import Testing
+import TouchstoneDBus
+import TouchstoneSecure
+
+/// An object for the tests: echoes, fails as asked, answers later, has a
+/// property and a signal.
+private final class TestObject: DBusObject {
+    static let path = "/org/touchstone/Test"
+    static let interface = "org.touchstone.Test"
+    static let introspection = """
+        <node>
+          <interface name="org.touchstone.Test">
+            <method name="Echo">
+              <arg name="value" type="v" direction="in"/>
+              <arg name="value" type="v" direction="out"/>
+            </method>
+            <method name="Fail">
+              <arg name="name" type="s" direction="in"/>
+            </method>
+            <method name="Later">
+              <arg name="milliseconds" type="u" direction="in"/>
+              <arg name="done" type="s" direction="out"/>
+            </method>
+            <property name="Label" type="s" access="read"/>
+            <signal name="Pinged">
+              <arg name="what" type="s"/>
+            </signal>
+          </interface>
+        </node>
+        """
+
+    let calls = Locked<[String]>([])
+
+    func handle(_ call: DBusCall) {
+        calls.withLock { $0.append(call.method) }
+        switch call.method {
+        case "Echo":
+            call.reply([call.arguments[0]])
+        case "Fail":
+            call.fail(call.arguments[0].string ?? "org.freedesktop.DBus.Error.Failed", "failed as asked")
+        case "Later":
+            guard case .uint32(let milliseconds) = call.arguments[0] else { return call.fail("org.freedesktop.DBus.Error.InvalidArgs", "u") }
+            // Answered from another thread, after the handler returned.
+            Task.detached {
+                try? await Task.sleep(for: .milliseconds(Int(milliseconds)))
+                call.reply([.string("done")])
+            }
+        default:
+            call.fail("org.freedesktop.DBus.Error.UnknownMethod", call.method)
+        }
+    }
+
+    func property(_ name: String, interface: String, path: String) -> DBusValue? {
+        name == "Label" ? .string("a test object") : nil
+    }
+}
+
+/// A private bus with the test object exported on a connection of its own.
+private struct Served: Sendable {
+    let rig: DBusRig
+    let server: DBusBus
+    let object = TestObject()
+
+    init() async throws {
+        rig = try DBusRig()
+        do {
+            server = try await DBusBus(address: rig.address)
+            try await server.export(object, at: TestObject.path, introspection: TestObject.introspection)
+        } catch {
+            rig.close()
+            throw error
+        }
+    }
+
+    /// Another connection to the same bus.
+    func client() async throws -> DBusBus { try await DBusBus(address: rig.address) }
+
+    func call(_ client: DBusBus, _ method: String, _ arguments: [DBusValue], replyType: String? = nil) async throws -> [DBusValue] {
+        try await client.call(destination: server.uniqueName, path: TestObject.path, interface: TestObject.interface,
+                              method: method, arguments, replyType: replyType)
+    }
+}
+
+@Suite("GDBus from Swift (TouchstoneDBus), on a private dbus-daemon")
+struct DBusBusTests {
+    @Test("every kind of value survives a round trip through a real bus, a 1 MiB byte array among them")
+    func valuesRoundTrip() async throws {
+        let served = try await Served()
+        defer { served.rig.close() }
+        let client = try await served.client()
+
+        let big = (0..<(1 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let values: [DBusValue] = [
+            .bool(true), .byte(255), .int32(-7), .uint32(7), .int64(Int64.min), .uint64(UInt64.max), .double(0.5),
+            .string("grüße, \u{1F512}"), .string(""), .objectPath("/org/freedesktop/secrets/collection/default"),
+            .signature("a{ss}"), .bytes([]), .bytes([0, 1, 2, 255]), .bytes(big),
+            .strings(["service": "mail", "account": "alice", "xdg:schema": "org.example"]),
+            .properties([("Label", .string("x")), ("Locked", .bool(false))]),
+            .tuple([.objectPath("/s"), .bytes([1]), .bytes([2, 3]), .string("text/plain")]),
+            .array(element: "o", [.objectPath("/a"), .objectPath("/b")]),
+            .array(element: "s", []),
+            .variant(.uint32(3)),
+        ]
+        for value in values {
+            let reply = try await served.call(client, "Echo", [.variant(value)], replyType: "(v)")
+            #expect(reply == [.variant(value)], "\(value.signature): \(reply)")
+        }
+    }
+
+    @Test("gdbus sees the object: a call, Introspect, Properties.Get; an ill-typed call is refused by GDBus (InvalidArgs) and the object goes on answering")
+    func gdbusSeesIt() async throws {
+        let served = try await Served()
+        let (rig, object) = (served.rig, served.object)
+        defer { rig.close() }
+        let destination = served.server.uniqueName
+
+        let echo = try rig.gdbus(["call", "--dest", destination, "--object-path", TestObject.path,
+                                  "--method", "org.touchstone.Test.Echo", "<'hello'>"])
+        #expect(echo.status == 0 && echo.output.contains("<'hello'>"), "\(echo.output)")
+        let introspect = try rig.gdbus(["introspect", "--dest", destination, "--object-path", TestObject.path])
+        #expect(introspect.status == 0, "\(introspect.output)")
+        for name in ["Echo(", "Fail(", "Later(", "Label", "Pinged(", "org.freedesktop.DBus.Properties"] {
+            #expect(introspect.output.contains(name), "Introspect lacks \(name): \(introspect.output)")
+        }
+        let label = try rig.gdbus(["call", "--dest", destination, "--object-path", TestObject.path,
+                                   "--method", "org.freedesktop.DBus.Properties.Get", "org.touchstone.Test", "Label"])
+        #expect(label.status == 0 && label.output.contains("'a test object'"), "\(label.output)")
+
+        // gdbus checks argument types itself: the ill-typed call goes from a
+        // connection of the test's, which sends what it is given.
+        let client = try await served.client()
+        do {
+            _ = try await served.call(client, "Later", [.string("not a number")])
+            Issue.record("an ill-typed call was answered")
+        } catch let error as DBusError {
+            #expect(error.name == "org.freedesktop.DBus.Error.InvalidArgs", "\(error)")
+        }
+        let noSuchMethod = try rig.gdbus(["call", "--dest", destination, "--object-path", TestObject.path,
+                                          "--method", "org.touchstone.Test.Nothing"])
+        #expect(noSuchMethod.status != 0 && noSuchMethod.output.contains("UnknownMethod"), "\(noSuchMethod.output)")
+        #expect(!object.calls.withLock { $0 }.contains("Later"), "an ill-typed call reached the handler")
+
+        let again = try rig.gdbus(["call", "--dest", destination, "--object-path", TestObject.path,
+                                   "--method", "org.touchstone.Test.Echo", "<uint32 5>"])
+        #expect(again.status == 0 && again.output.contains("<uint32 5>"), "\(again.output)")
+    }
+
+    @Test("a call answered later, from another thread, does not hold the others: an Echo sent after it is answered first")
+    func answeredLater() async throws {
+        let served = try await Served()
+        defer { served.rig.close() }
+        let client = try await served.client()
+        let order = Locked<[String]>([])
+        async let later: [DBusValue] = {
+            let reply = try await served.call(client, "Later", [.uint32(1500)], replyType: "(s)")
+            order.withLock { $0.append("later") }
+            return reply
+        }()
+        // Once the server has the Later call, an Echo on another connection.
+        while !served.object.calls.withLock({ $0.contains("Later") }) { try await Task.sleep(for: .milliseconds(10)) }
+        let echo = try await served.call(try await served.client(), "Echo", [.variant(.string("now"))], replyType: "(v)")
+        order.withLock { $0.append("echo") }
+        #expect(echo == [.variant(.string("now"))])
+        #expect(try await later == [.string("done")])
+        #expect(order.withLock { $0 } == ["echo", "later"])
+    }
+
+    @Test("a handler's D-Bus error reaches the caller by name")
+    func errorsByName() async throws {
+        let served = try await Served()
+        defer { served.rig.close() }
+        let client = try await served.client()
+        for name in ["org.freedesktop.Secret.Error.IsLocked", "org.freedesktop.Secret.Error.NoSuchObject"] {
+            do {
+                _ = try await served.call(client, "Fail", [.string(name)])
+                Issue.record("Fail(\(name)) answered without an error")
+            } catch let error as DBusError {
+                #expect(error.name == name, "\(error)")
+                #expect(error.message.contains("failed as asked"), "\(error)")
+            }
+        }
+    }
+
+    @Test("names: the first connection owns it; a second is told it is taken (and by whom: pid and command) unless it replaces, and then the first hears it lost")
+    func names() async throws {
+        let rig = try DBusRig()
+        defer { rig.close() }
+        let first = try await DBusBus(address: rig.address)
+        let lost = Locked(false)
+        #expect(try await first.requestName("org.touchstone.Test", replace: false) { lost.withLock { $0 = true } } == .owned)
+        let second = try await DBusBus(address: rig.address)
+        #expect(try await second.requestName("org.touchstone.Test", replace: false) == .taken)
+        let owner = try #require(await second.owner(of: "org.touchstone.Test"))
+        #expect(owner.uniqueName == first.uniqueName)
+        #expect(owner.pid == UInt32(getpid()))
+        #expect(owner.command?.isEmpty == false)
+        #expect(!lost.withLock { $0 })
+
+        #expect(try await second.requestName("org.touchstone.Test", replace: true) == .owned)
+        var waited = 0
+        while !lost.withLock({ $0 }) && waited < 1000 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        #expect(lost.withLock { $0 }, "the first owner was not told it lost the name")
+        #expect(await second.owner(of: "org.touchstone.Test")?.uniqueName == second.uniqueName)
+        #expect(await second.owner(of: "org.touchstone.Nobody") == nil)
+    }
+
+    @Test("a signal emitted on one connection reaches a subscriber on another, with its arguments")
+    func signals() async throws {
+        let rig = try DBusRig()
+        defer { rig.close() }
+        let server = try await DBusBus(address: rig.address)
+        let listener = try await DBusBus(address: rig.address)
+        let heard = Locked<[[DBusValue]]>([])
+        try await listener.subscribe(sender: nil, interface: TestObject.interface, member: "Pinged", path: TestObject.path) { arguments in
+            heard.withLock { $0.append(arguments) }
+        }
+        // The subscription's match rule reaches the bus before the signal:
+        // a round trip to the bus after it orders them.
+        _ = await listener.owner(of: "org.freedesktop.DBus")
+        server.emit(path: TestObject.path, interface: TestObject.interface, name: "Pinged", [.string("ping")])
+        var waited = 0
+        while heard.withLock({ $0.isEmpty }) && waited < 1000 {
+            try await Task.sleep(for: .milliseconds(10))
+            waited += 1
+        }
+        #expect(heard.withLock { $0 } == [[.string("ping")]])
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+import Glibc
+import TouchstoneModel
+import TouchstoneSimulator
+
+/// A private dbus-daemon for one test: a configuration of its own (a
+/// session bus that lets any connection own any name), listening on a
+/// socket in a fresh folder, stopped by PID and removed at the end.
+final class DBusRig: @unchecked Sendable {
+    // @unchecked Sendable: `daemon` changes only in init and close, which
+    // the test that owns the rig calls from its own flow.
+    let folder: String
+    let address: String
+    private var daemon: pid_t?
+
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    init() throws {
+        guard let dbusDaemon = ["/usr/bin/dbus-daemon", "/bin/dbus-daemon"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw Failure(description: "dbus-daemon not found: apt-get install dbus (scripts/install-deps installs it)")
+        }
+        var template = Array("/tmp/ts-dbus-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else { throw Failure(description: "mkdtemp failed") }
+        folder = String(cString: made)
+        let socket = folder + "/bus"
+        address = "unix:path=" + socket
+        let config = folder + "/bus.conf"
+        try """
+            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
+             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
+            <busconfig>
+              <type>session</type>
+              <listen>\(address)</listen>
+              <auth>EXTERNAL</auth>
+              <policy context="default">
+                <allow send_destination="*" eavesdrop="true"/>
+                <allow eavesdrop="true"/>
+                <allow own="*"/>
+              </policy>
+            </busconfig>
+            """.write(toFile: config, atomically: true, encoding: .utf8)
+        // ChildSpawn: no signal blocked in the child (a test runs on a
+        // Dispatch worker, which blocks them all), so SIGTERM stops it.
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, folder + "/dbus-daemon.log", O_WRONLY | O_CREAT, 0o600)
+        daemon = try ChildSpawn.start(dbusDaemon, ["--config-file=" + config, "--nofork", "--nosyslog"], actions: &actions)
+        // Ready when its socket accepts a connection.
+        for _ in 0..<500 {
+            if Self.connects(to: socket) { return }
+            var status: Int32 = 0
+            if let daemon, waitpid(daemon, &status, WNOHANG) == daemon {
+                self.daemon = nil
+                break
+            }
+            usleep(10_000)
+        }
+        close()
+        throw Failure(description: "dbus-daemon did not start listening on \(socket)")
+    }
+
+    private static func connects(to path: String) -> Bool {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return false }
+        defer { Glibc.close(fd) }
+        return withUnixSocketAddress(path) { connect(fd, $0, $1) == 0 } ?? false
+    }
+
+    /// Runs `gdbus` with `arguments` against this bus; its exit status and
+    /// output (stdout and stderr).
+    func gdbus(_ arguments: [String]) throws -> (status: Int32, output: String) {
+        let output = folder + "/gdbus-\(UInt32.random(in: 0...UInt32.max)).txt"
+        defer { try? FileManager.default.removeItem(atPath: output) }
+        let status = try Swtpm.run("/usr/bin/gdbus", [arguments[0], "--address", address] + arguments.dropFirst(), output: output)
+        return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
+    }
+
+    func close() {
+        if let daemon {
+            kill(daemon, SIGTERM)
+            _ = ChildSpawn.waitForExit(daemon)
+            self.daemon = nil
+        }
+        try? FileManager.default.removeItem(atPath: folder)
+    }
+
+    deinit { close() }
+}
