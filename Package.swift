@@ -49,6 +49,10 @@ let package = Package(
             pkgConfig: "gio-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
         .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL",
+            pkgConfig: "libcrypto",
+            providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
             name: "CSQLite", path: "Sources/CSQLite",
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
@@ -80,6 +84,9 @@ let package = Package(
         // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
         // own, names, exported objects, signals, calls (the D-Bus front ends).
         .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure"]),
+        // The Secret Service provider's parts (issue 14), so far its encrypted
+        // session (OpenSSL's DH, HKDF and AES).
+        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "TouchstoneSecure"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
@@ -114,6 +121,8 @@ let package = Package(
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
         .testTarget(name: "DBusTests", dependencies: ["TouchstoneDBus", "TouchstoneSimulator", "TouchstoneSecure", "TouchstoneModel"],
                     path: "Tests/DBusTests"),
+        .testTarget(name: "SecretServiceTests", dependencies: ["TouchstoneSecretService", "TouchstoneSecure", "TouchstoneSimulator"],
+                    path: "Tests/SecretServiceTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
         .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator"], path: "Tests/CLITests"),
