@@ -20,7 +20,7 @@ private final class TestObject: DBusObject {
               <arg name="name" type="s" direction="in"/>
             </method>
             <method name="Later">
-              <arg name="milliseconds" type="u" direction="in"/>
+              <arg name="tag" type="u" direction="in"/>
               <arg name="done" type="s" direction="out"/>
             </method>
             <property name="Label" type="s" access="read"/>
@@ -32,6 +32,12 @@ private final class TestObject: DBusObject {
         """
 
     let calls = Locked<[String]>([])
+    let parked = Locked<[DBusCall]>([])
+
+    /// Answers the parked Later calls.
+    func release() {
+        for call in parked.withLock({ calls in defer { calls = [] }; return calls }) { call.reply([.string("done")]) }
+    }
 
     func handle(_ call: DBusCall) {
         calls.withLock { $0.append(call.method) }
@@ -41,12 +47,9 @@ private final class TestObject: DBusObject {
         case "Fail":
             call.fail(call.arguments[0].string ?? "org.freedesktop.DBus.Error.Failed", "failed as asked")
         case "Later":
-            guard case .uint32(let milliseconds) = call.arguments[0] else { return call.fail("org.freedesktop.DBus.Error.InvalidArgs", "u") }
-            // Answered from another thread, after the handler returned.
-            Task.detached {
-                try? await Task.sleep(for: .milliseconds(Int(milliseconds)))
-                call.reply([.string("done")])
-            }
+            // Parked: answered by release(), from another thread, long after
+            // the handler returned.
+            parked.withLock { $0.append(call) }
         default:
             call.fail("org.freedesktop.DBus.Error.UnknownMethod", call.method)
         }
@@ -81,6 +84,16 @@ private struct Served: Sendable {
         try await client.call(destination: server.uniqueName, path: TestObject.path, interface: TestObject.interface,
                               method: method, arguments, replyType: replyType)
     }
+}
+
+/// Whether `condition` came true within a minute (looked at every 10 ms):
+/// long enough that a slow machine never fails a test that waits with it.
+private func eventually(_ condition: () -> Bool) async throws -> Bool {
+    for _ in 0..<6000 {
+        if condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
 }
 
 @Suite("GDBus from Swift (TouchstoneDBus), on a private dbus-daemon")
@@ -147,24 +160,24 @@ struct DBusBusTests {
         #expect(again.status == 0 && again.output.contains("<uint32 5>"), "\(again.output)")
     }
 
-    @Test("a call answered later, from another thread, does not hold the others: an Echo sent after it is answered first")
+    @Test("a call answered later, from another thread, does not hold the others: while one waits, an Echo on another connection is answered; then the first is")
     func answeredLater() async throws {
         let served = try await Served()
         defer { served.rig.close() }
         let client = try await served.client()
-        let order = Locked<[String]>([])
+        let finished = Locked(false)
         async let later: [DBusValue] = {
-            let reply = try await served.call(client, "Later", [.uint32(1500)], replyType: "(s)")
-            order.withLock { $0.append("later") }
+            let reply = try await served.call(client, "Later", [.uint32(1)], replyType: "(s)")
+            finished.withLock { $0 = true }
             return reply
         }()
-        // Once the server has the Later call, an Echo on another connection.
-        while !served.object.calls.withLock({ $0.contains("Later") }) { try await Task.sleep(for: .milliseconds(10)) }
+        // Once the server holds the Later call unanswered, an Echo.
+        try #require(try await eventually { !served.object.parked.withLock { $0.isEmpty } }, "the Later call never reached the object")
         let echo = try await served.call(try await served.client(), "Echo", [.variant(.string("now"))], replyType: "(v)")
-        order.withLock { $0.append("echo") }
         #expect(echo == [.variant(.string("now"))])
+        #expect(!finished.withLock { $0 }, "the parked call was answered before it was released")
+        served.object.release()
         #expect(try await later == [.string("done")])
-        #expect(order.withLock { $0 } == ["echo", "later"])
     }
 
     @Test("a handler's D-Bus error reaches the caller by name")
@@ -199,12 +212,7 @@ struct DBusBusTests {
         #expect(!lost.withLock { $0 })
 
         #expect(try await second.requestName("org.touchstone.Test", replace: true) == .owned)
-        var waited = 0
-        while !lost.withLock({ $0 }) && waited < 1000 {
-            try await Task.sleep(for: .milliseconds(10))
-            waited += 1
-        }
-        #expect(lost.withLock { $0 }, "the first owner was not told it lost the name")
+        #expect(try await eventually { lost.withLock { $0 } }, "the first owner was not told it lost the name")
         #expect(await second.owner(of: "org.touchstone.Test")?.uniqueName == second.uniqueName)
         #expect(await second.owner(of: "org.touchstone.Nobody") == nil)
     }
@@ -223,11 +231,7 @@ struct DBusBusTests {
         // a round trip to the bus after it orders them.
         _ = await listener.owner(of: "org.freedesktop.DBus")
         server.emit(path: TestObject.path, interface: TestObject.interface, name: "Pinged", [.string("ping")])
-        var waited = 0
-        while heard.withLock({ $0.isEmpty }) && waited < 1000 {
-            try await Task.sleep(for: .milliseconds(10))
-            waited += 1
-        }
+        #expect(try await eventually { !heard.withLock { $0.isEmpty } })
         #expect(heard.withLock { $0 } == [[.string("ping")]])
     }
 }
