@@ -2,7 +2,17 @@
 // Touchstone: LocalAuthentication + Keychain semantics for Linux, backed by
 // libfprint and a TPM 2.0. C libraries come from Debian via system-library
 // targets; the package depends on no outside Swift package.
+import Foundation
 import PackageDescription
+
+/// `touchstone` (the dispatcher) and `touchstone-get` are static
+/// executables: nothing to load when a get starts (docs/daemon.md, "The
+/// client"). Not in the sanitizer builds (scripts/sanitize sets
+/// TOUCHSTONE_SANITIZE), whose runtimes need a dynamic executable.
+let staticClient: [LinkerSetting] = ProcessInfo.processInfo.environment["TOUCHSTONE_SANITIZE"] != nil ? [] : [
+    // FoundationEssentials' static archive leaves these two to the link.
+    .unsafeFlags(["-static-executable", "-Xlinker", "-l_FoundationCollections", "-Xlinker", "-l_FoundationCShims"]),
+]
 
 /// Executables export tpm2-tss's library-context functions so that
 /// libtss2-esys finds Touchstone's versions first (CTSSCryptoContext; see
@@ -100,9 +110,9 @@ let package = Package(
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
                           linkerSettings: exportSharedCryptoContext),
         .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"],
-                          linkerSettings: [.unsafeFlags(["-static-executable", "-Xlinker", "-l_FoundationCollections", "-Xlinker", "-l_FoundationCShims"])]),
+                          linkerSettings: staticClient),
         .executableTarget(name: "TouchstoneDispatch", path: "Sources/TouchstoneDispatch",
-                          linkerSettings: [.unsafeFlags(["-static-executable"])]),
+                          linkerSettings: staticClient),
         // The daemon engine's server: the public API's package side (DaemonServer).
         .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),
