@@ -69,7 +69,8 @@ package struct TransferKey: Sendable {
         guard code != 0 else { return "" }
         var text = [CChar](repeating: 0, count: 256)
         ERR_error_string_n(code, &text, text.count)
-        return " (" + String(cString: text) + ")"
+        let message = text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }
+        return " (" + String(decoding: message, as: UTF8.self) + ")"
     }
 
     /// An OSSL_PARAM key: OpenSSL keeps the pointer (OSSL_PARAM_BLD until
