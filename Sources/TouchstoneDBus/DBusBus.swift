@@ -93,6 +93,17 @@ package protocol DBusObject: AnyObject, Sendable {
     func handle(_ call: DBusCall)
     /// A property's value (on the bus thread), or nil: no such property.
     func property(_ name: String, interface: String, path: String) -> DBusValue?
+    /// Sets a property the introspection data calls writable (on the bus
+    /// thread; GDBus has checked its type); a refusal's D-Bus error name
+    /// and message.
+    func setProperty(_ name: String, interface: String, path: String, to value: DBusValue) -> DBusError?
+}
+
+extension DBusObject {
+    /// Objects without writable properties refuse every write.
+    package func setProperty(_ name: String, interface: String, path: String, to value: DBusValue) -> DBusError? {
+        DBusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
+    }
 }
 
 /// A connection to a message bus (the session bus, or a private one by
@@ -202,7 +213,8 @@ package final class DBusBus: @unchecked Sendable {
 
     /// Exports `object` at `path` for each interface of `introspection` (a
     /// D-Bus introspection document with one `<node>`). Introspect, Peer
-    /// and Properties' Get and GetAll come with GDBus; Set is refused.
+    /// and Properties' Get, GetAll and Set come with GDBus (Set of a
+    /// property the document marks writable reaches `setProperty`).
     /// Returns the registration ids, for `unexport`.
     @discardableResult
     package func export(_ object: any DBusObject, at path: String, introspection: String) async throws -> [UInt32] {
@@ -236,6 +248,17 @@ package final class DBusBus: @unchecked Sendable {
                         return nil
                     }
                     return value.gvariant()
+                }
+                vtable.set_property = { _, _, path, interface, name, value, error, data in
+                    let registration = Unmanaged<Registration>.fromOpaque(data!).takeUnretainedValue()
+                    guard let object = registration.object else { return 0 }
+                    if let refusal = object.setProperty(String(cString: name!), interface: String(cString: interface!),
+                                                        path: String(cString: path!), to: DBusValue(value!)) {
+                        g_propagate_error(error, g_dbus_error_new_for_dbus_error(refusal.name ?? "org.freedesktop.DBus.Error.Failed",
+                                                                                 refusal.message))
+                        return 0
+                    }
+                    return 1
                 }
                 let id = g_dbus_connection_register_object(box.connection, path, interface, &vtable,
                                                            registration.toOpaque(), nil, &error)

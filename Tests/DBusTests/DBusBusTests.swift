@@ -24,6 +24,7 @@ private final class TestObject: DBusObject {
               <arg name="done" type="s" direction="out"/>
             </method>
             <property name="Label" type="s" access="read"/>
+            <property name="Note" type="s" access="readwrite"/>
             <signal name="Pinged">
               <arg name="what" type="s"/>
             </signal>
@@ -55,8 +56,22 @@ private final class TestObject: DBusObject {
         }
     }
 
+    let note = Locked("first")
+
     func property(_ name: String, interface: String, path: String) -> DBusValue? {
-        name == "Label" ? .string("a test object") : nil
+        switch name {
+        case "Label": .string("a test object")
+        case "Note": .string(note.withLock { $0 })
+        default: nil
+        }
+    }
+
+    /// Note takes any text but "refused".
+    func setProperty(_ name: String, interface: String, path: String, to value: DBusValue) -> DBusError? {
+        guard name == "Note", let text = value.string else { return DBusError(name: "org.freedesktop.DBus.Error.InvalidArgs", "no") }
+        guard text != "refused" else { return DBusError(name: "org.freedesktop.DBus.Error.AccessDenied", "not this one") }
+        note.withLock { $0 = text }
+        return nil
     }
 }
 
@@ -158,6 +173,38 @@ struct DBusBusTests {
         let again = try rig.gdbus(["call", "--dest", destination, "--object-path", TestObject.path,
                                    "--method", "org.touchstone.Test.Echo", "<uint32 5>"])
         #expect(again.status == 0 && again.output.contains("<uint32 5>"), "\(again.output)")
+    }
+
+    @Test("properties: a writable one is set through Properties.Set and read back; the object's refusal reaches the caller by name; a read-only one and a wrong type are refused by GDBus")
+    func propertyWrites() async throws {
+        let served = try await Served()
+        defer { served.rig.close() }
+        let client = try await served.client()
+        func set(_ name: String, _ value: DBusValue) async throws {
+            _ = try await client.call(destination: served.server.uniqueName, path: TestObject.path,
+                                      interface: "org.freedesktop.DBus.Properties", method: "Set",
+                                      [.string(TestObject.interface), .string(name), .variant(value)])
+        }
+        func get(_ name: String) async throws -> [DBusValue] {
+            try await client.call(destination: served.server.uniqueName, path: TestObject.path,
+                                  interface: "org.freedesktop.DBus.Properties", method: "Get",
+                                  [.string(TestObject.interface), .string(name)], replyType: "(v)")
+        }
+        #expect(try await get("Note") == [.variant(.string("first"))])
+        try await set("Note", .string("second"))
+        #expect(try await get("Note") == [.variant(.string("second"))])
+        for (name, value, error) in [("Note", DBusValue.string("refused"), "org.freedesktop.DBus.Error.AccessDenied"),
+                                     ("Note", .uint32(1), "org.freedesktop.DBus.Error.InvalidArgs"),
+                                     // GDBus answers a write of a read-only property itself, so.
+                                     ("Label", .string("x"), "org.freedesktop.DBus.Error.InvalidArgs")] {
+            do {
+                try await set(name, value)
+                Issue.record("Set \(name) to \(value) was taken")
+            } catch let refusal as DBusError {
+                #expect(refusal.name == error, "\(name) = \(value): \(refusal)")
+            }
+        }
+        #expect(try await get("Note") == [.variant(.string("second"))], "a refused Set changed the value")
     }
 
     @Test("a call answered later, from another thread, does not hold the others: while one waits, an Echo on another connection is answered; then the first is")
