@@ -94,9 +94,9 @@ let package = Package(
         // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
         // own, names, exported objects, signals, calls (the D-Bus front ends).
         .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure"]),
-        // The Secret Service provider's parts (issue 14), so far its encrypted
-        // session (OpenSSL's DH, HKDF and AES).
-        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "TouchstoneSecure"]),
+        // The Secret Service provider's parts (issue 14), so far its sessions
+        // (plain, and encrypted with OpenSSL's DH, HKDF and AES).
+        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "TouchstoneSecure", "TouchstoneDBus"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
@@ -122,16 +122,18 @@ let package = Package(
 
         // MARK: Tests (one test bundle; one folder per module under test)
         // Rigs shared by the test targets (and the benchmark): a private swtpm, virtual readers.
-        .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"],
+        .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator",
+                                                 "TouchstoneDBus"],
                 path: "Tests/TestRigs"),
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext"],
                     linkerSettings: exportSharedCryptoContext),
         .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
-        .testTarget(name: "DBusTests", dependencies: ["TouchstoneDBus", "TouchstoneSimulator", "TouchstoneSecure", "TouchstoneModel"],
+        .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],
                     path: "Tests/DBusTests"),
-        .testTarget(name: "SecretServiceTests", dependencies: ["TouchstoneSecretService", "TouchstoneSecure", "TouchstoneSimulator"],
+        .testTarget(name: "SecretServiceTests", dependencies: ["TestRigs", "TouchstoneSecretService", "TouchstoneSecure", "TouchstoneSimulator",
+                                                            "TouchstoneDBus"],
                     path: "Tests/SecretServiceTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestRigs
 import TouchstoneDBus
 import TouchstoneSecure
 
@@ -75,40 +76,23 @@ private final class TestObject: DBusObject {
     }
 }
 
-/// A private bus with the test object exported on a connection of its own.
+/// The test object served on a private bus.
 private struct Served: Sendable {
-    let rig: DBusRig
-    let server: DBusBus
-    let object = TestObject()
+    let served: ServedObject<TestObject>
+    var rig: DBusRig { served.rig }
+    var server: DBusBus { served.bus }
+    var object: TestObject { served.object }
 
     init() async throws {
-        rig = try DBusRig()
-        do {
-            server = try await DBusBus(address: rig.address)
-            try await server.export(object, at: TestObject.path, introspection: TestObject.introspection)
-        } catch {
-            rig.close()
-            throw error
-        }
+        served = try await ServedObject(at: TestObject.path, introspection: TestObject.introspection) { _ in TestObject() }
     }
 
-    /// Another connection to the same bus.
-    func client() async throws -> DBusBus { try await DBusBus(address: rig.address) }
+    func client() async throws -> DBusBus { try await served.client() }
 
     func call(_ client: DBusBus, _ method: String, _ arguments: [DBusValue], replyType: String? = nil) async throws -> [DBusValue] {
         try await client.call(destination: server.uniqueName, path: TestObject.path, interface: TestObject.interface,
                               method: method, arguments, replyType: replyType)
     }
-}
-
-/// Whether `condition` came true within a minute (looked at every 10 ms):
-/// long enough that a slow machine never fails a test that waits with it.
-private func eventually(_ condition: () -> Bool) async throws -> Bool {
-    for _ in 0..<6000 {
-        if condition() { return true }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-    return condition()
 }
 
 @Suite("GDBus from Swift (TouchstoneDBus), on a private dbus-daemon")

@@ -1,28 +1,26 @@
 import Foundation
 import Glibc
+import TouchstoneDBus
 import TouchstoneModel
 import TouchstoneSimulator
 
 /// A private dbus-daemon for one test: a configuration of its own (a
 /// session bus that lets any connection own any name), listening on a
 /// socket in a fresh folder, stopped by PID and removed at the end.
-final class DBusRig: @unchecked Sendable {
+package final class DBusRig: @unchecked Sendable {
     // @unchecked Sendable: `daemon` changes only in init and close, which
     // the test that owns the rig calls from its own flow.
-    let folder: String
-    let address: String
+    package let folder: String
+    package let address: String
     private var daemon: pid_t?
 
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
-    }
 
-    init() throws {
+    package init() throws {
         guard let dbusDaemon = ["/usr/bin/dbus-daemon", "/bin/dbus-daemon"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
-            throw Failure(description: "dbus-daemon not found: apt-get install dbus (scripts/install-deps installs it)")
+            throw RigFailure("dbus-daemon not found: apt-get install dbus (scripts/install-deps installs it)")
         }
         var template = Array("/tmp/ts-dbus-XXXXXX".utf8CString)
-        guard let made = mkdtemp(&template) else { throw Failure(description: "mkdtemp failed") }
+        guard let made = mkdtemp(&template) else { throw RigFailure("mkdtemp failed") }
         folder = String(cString: made)
         let socket = folder + "/bus"
         address = "unix:path=" + socket
@@ -60,7 +58,7 @@ final class DBusRig: @unchecked Sendable {
             usleep(10_000)
         }
         close()
-        throw Failure(description: "dbus-daemon did not start listening on \(socket)")
+        throw RigFailure("dbus-daemon did not start listening on \(socket)")
     }
 
     private static func connects(to path: String) -> Bool {
@@ -72,14 +70,14 @@ final class DBusRig: @unchecked Sendable {
 
     /// Runs `gdbus` with `arguments` against this bus; its exit status and
     /// output (stdout and stderr).
-    func gdbus(_ arguments: [String]) throws -> (status: Int32, output: String) {
+    package func gdbus(_ arguments: [String]) throws -> (status: Int32, output: String) {
         let output = folder + "/gdbus-\(UInt32.random(in: 0...UInt32.max)).txt"
         defer { try? FileManager.default.removeItem(atPath: output) }
         let status = try Swtpm.run("/usr/bin/gdbus", [arguments[0], "--address", address] + arguments.dropFirst(), output: output)
         return (status, (try? String(contentsOfFile: output, encoding: .utf8)) ?? "")
     }
 
-    func close() {
+    package func close() {
         if let daemon {
             kill(daemon, SIGTERM)
             _ = ChildSpawn.waitForExit(daemon)
@@ -89,4 +87,39 @@ final class DBusRig: @unchecked Sendable {
     }
 
     deinit { close() }
+}
+
+/// Whether `condition` came true within a minute (looked at every 10 ms):
+/// long enough that a slow machine never fails a test that waits with it.
+package func eventually(_ condition: () -> Bool) async throws -> Bool {
+    for _ in 0..<6000 {
+        if condition() { return true }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+    return condition()
+}
+
+/// A private bus with one object exported on a connection of its own, for
+/// tests that call it from other connections.
+package struct ServedObject<Object: DBusObject>: Sendable {
+    package let rig: DBusRig
+    package let bus: DBusBus
+    package let object: Object
+
+    /// A new bus; `make` builds the object on the serving connection, which
+    /// then exports it at `path`.
+    package init(at path: String, introspection: String, _ make: (DBusBus) async throws -> Object) async throws {
+        rig = try DBusRig()
+        do {
+            bus = try await DBusBus(address: rig.address)
+            object = try await make(bus)
+            try await bus.export(object, at: path, introspection: introspection)
+        } catch {
+            rig.close()
+            throw error
+        }
+    }
+
+    /// Another connection to the same bus.
+    package func client() async throws -> DBusBus { try await DBusBus(address: rig.address) }
 }
