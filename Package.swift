@@ -96,7 +96,7 @@ let package = Package(
         .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure"]),
         // The Secret Service provider's parts (issue 14), so far its sessions
         // (plain, and encrypted with OpenSSL's DH, HKDF and AES).
-        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "TouchstoneSecure", "TouchstoneDBus"]),
+        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "TouchstoneSecure", "TouchstoneDBus", "TouchstoneSimulator"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
