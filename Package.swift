@@ -97,6 +97,9 @@ let package = Package(
         // The Secret Service provider's parts (issue 14), so far its sessions
         // (plain, and encrypted with OpenSSL's DH, HKDF and AES).
         .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "TouchstoneSecure", "TouchstoneDBus", "TouchstoneSimulator"]),
+        // The ssh-agent's parts (issue 15), so far OpenSSH's wire format and
+        // the agent protocol over a Unix socket.
+        .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
@@ -135,6 +138,9 @@ let package = Package(
         .testTarget(name: "SecretServiceTests", dependencies: ["TestRigs", "TouchstoneSecretService", "TouchstoneSecure", "TouchstoneSimulator",
                                                             "TouchstoneDBus"],
                     path: "Tests/SecretServiceTests"),
+        .testTarget(name: "SSHTests", dependencies: ["TestRigs", "TouchstoneSSH", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneModel",
+                                                 "COpenSSL"],
+                    path: "Tests/SSHTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
         .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator"], path: "Tests/CLITests"),

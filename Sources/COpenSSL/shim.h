@@ -9,4 +9,5 @@
 #include <openssl/param_build.h>
 #include <openssl/rand.h>
 #include <openssl/err.h>
+#include <openssl/ec.h>
 #endif
