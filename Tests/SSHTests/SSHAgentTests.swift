@@ -148,7 +148,7 @@ struct SSHAgentTests {
         #expect(bad != 0, "\(badOutput)")
     }
 
-    @Test("requests the agent does not serve (adding a key, locking) get FAILURE; garbage, an oversized length and a cut message close that connection only; the agent goes on serving")
+    @Test("requests the agent does not serve (adding a key, removing them all) get FAILURE; garbage, an oversized length and a cut message close that connection only; the agent goes on serving")
     func refusesTheRest() async throws {
         let key = try SoftwareKey(comment: "kept")
         let agent = try Agent([key])
@@ -158,8 +158,8 @@ struct SSHAgentTests {
         _ = try await run("/usr/bin/ssh-keygen", ["-q", "-t", "ecdsa", "-N", "", "-f", keyFile], environment: agent.environment, in: agent.folder)
         let (added, addOutput) = try await run("/usr/bin/ssh-add", [keyFile], environment: agent.environment, in: agent.folder)
         #expect(added != 0, "\(addOutput)")
-        let (locked, lockOutput) = try await run("/usr/bin/ssh-add", ["-D"], environment: agent.environment, in: agent.folder)
-        #expect(locked != 0, "\(lockOutput)")
+        let (removed, removeOutput) = try await run("/usr/bin/ssh-add", ["-D"], environment: agent.environment, in: agent.folder)
+        #expect(removed != 0, "\(removeOutput)")
 
         for garbage in [[UInt8](repeating: 0xff, count: 64), SSHWire.uint32(UInt32(SSHAgent.maximumMessage + 1)) + [11],
                         SSHWire.uint32(100) + [13, 0, 0], SSHWire.uint32(0), SSHWire.string([13, 1, 2])] {
