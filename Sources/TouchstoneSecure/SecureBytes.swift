@@ -159,3 +159,22 @@ package func scrubStack(bytes: Int = 64 * 1024) {
 package func secureWipe(_ array: inout [UInt8]) {
     array.withUnsafeMutableBytes { if $0.count > 0 { sodium_memzero($0.baseAddress, $0.count) } }
 }
+
+extension SecureBytes {
+    /// Keyed BLAKE2b-256 (libsodium's crypto_generichash) of these bytes
+    /// under `key`, into locked memory.
+    package func keyedBLAKE2b(key: SecureBytes) -> SecureBytes {
+        ensureSodium()
+        let out = SecureBytes(count: 32)
+        out.withUnsafeMutableBytes { digest in
+            key.withUnsafeBytes { k in
+                withUnsafeBytes { input in
+                    _ = crypto_generichash(digest.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
+                                           input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
+                                           k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
+                }
+            }
+        }
+        return out
+    }
+}

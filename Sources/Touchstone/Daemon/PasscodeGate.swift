@@ -152,16 +152,7 @@ package final class PasscodeGate: Sendable {
     /// first, so the pepper and the passcode are one input).
     private func derive(_ passcode: SecureBytes, salt: [UInt8]) -> SecureBytes? {
         guard salt.count == Int(crypto_pwhash_saltbytes()) else { return nil }
-        let keyed = SecureBytes(count: 32)
-        keyed.withUnsafeMutableBytes { out in
-            pepper.withUnsafeBytes { key in
-                passcode.withUnsafeBytes { input in
-                    _ = crypto_generichash(out.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
-                                           input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
-                                           key.baseAddress!.assumingMemoryBound(to: UInt8.self), key.count)
-                }
-            }
-        }
+        let keyed = passcode.keyedBLAKE2b(key: pepper)
         let out = SecureBytes(count: 32)
         let rc = out.withUnsafeMutableBytes { dst in
             keyed.withUnsafeBytes { src in

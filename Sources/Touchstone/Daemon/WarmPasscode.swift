@@ -1,5 +1,4 @@
 import Foundation
-internal import CSodium
 import TouchstoneSecure
 
 /// What `touchstoned` keeps of one user's last right passcode while the
@@ -48,9 +47,7 @@ package final class WarmPasscode: Sendable {
                 entry = nil
                 return false
             }
-            let same = digest.withUnsafeBytes { a in
-                warm.digest.withUnsafeBytes { b in sodium_memcmp(a.baseAddress, b.baseAddress, a.count) == 0 }
-            }
+            let same = digest == warm.digest  // SecureBytes' == is constant-time
             if same { entry?.lastUse = now }
             return same
         }
@@ -101,20 +98,7 @@ package final class WarmPasscode: Sendable {
         }
     }
 
-    private func hash(_ passcode: SecureBytes) -> SecureBytes {
-        ensureSodium()
-        let out = SecureBytes(count: 32)
-        out.withUnsafeMutableBytes { digest in
-            key.withUnsafeBytes { k in
-                passcode.withUnsafeBytes { input in
-                    _ = crypto_generichash(digest.baseAddress!.assumingMemoryBound(to: UInt8.self), 32,
-                                           input.baseAddress?.assumingMemoryBound(to: UInt8.self), UInt64(input.count),
-                                           k.baseAddress!.assumingMemoryBound(to: UInt8.self), k.count)
-                }
-            }
-        }
-        return out
-    }
+    private func hash(_ passcode: SecureBytes) -> SecureBytes { passcode.keyedBLAKE2b(key: key) }
 }
 
 /// Each client uid's warm passcode, made at its first use.
