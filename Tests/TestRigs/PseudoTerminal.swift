@@ -19,18 +19,21 @@ package final class PseudoTerminal: @unchecked Sendable {
     private var shown: [UInt8] = []
 
     package init() throws {
-        // posix_openpt's way; unlockpt and ptsname come from libc by name
+        // posix_openpt's way; unlockpt and ptsname_r come from libc by name
         // (Glibc's module leaves the XSI pseudo-terminal functions out).
+        // ptsname_r, not ptsname: tests make terminals in parallel, and
+        // ptsname's static buffer would hand one test another's terminal.
         master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC)
         typealias Unlock = @convention(c) (Int32) -> Int32
-        typealias Name = @convention(c) (Int32) -> UnsafeMutablePointer<CChar>?
+        typealias Name = @convention(c) (Int32, UnsafeMutablePointer<CChar>?, Int) -> Int32
+        var name = [CChar](repeating: 0, count: 128)
         guard master >= 0, let unlock = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "unlockpt"),
-              let named = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "ptsname"),
+              let named = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "ptsname_r"),
               unsafeBitCast(unlock, to: Unlock.self)(master) == 0,
-              let name = unsafeBitCast(named, to: Name.self)(master) else {
+              unsafeBitCast(named, to: Name.self)(master, &name, name.count) == 0 else {
             throw RigFailure("no pseudo-terminal: \(String(cString: strerror(errno)))")
         }
-        slaveName = String(cString: name)
+        slaveName = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     deinit {
