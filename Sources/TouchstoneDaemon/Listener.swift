@@ -25,34 +25,15 @@ struct Listener {
             return Listener(fd: fd, path: "the socket systemd passed (fd 3)", owned: false)
         }
         let path = requested ?? "/run/touchstone/socket"
-        guard withUnixSocketAddress(path, { _, _ in true }) != nil else {
-            throw Touchstoned.UsageError(text: "the socket path is longer than 107 bytes: \(path)")
-        }
-        var info = stat()
-        if lstat(path, &info) == 0 {
-            guard info.st_mode & S_IFMT == S_IFSOCK else { throw Touchstoned.UsageError(text: "\(path) exists and is not a socket") }
-            // A daemon listening there already keeps it; a stale one goes.
-            let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            let alive = withUnixSocketAddress(path) { connect(probe, $0, $1) == 0 } ?? false
-            Glibc.close(probe)
-            if alive { throw Touchstoned.UsageError(text: "another daemon listens on \(path)") }
-            unlink(path)
-        }
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw Touchstoned.UsageError(text: "socket: \(String(cString: strerror(errno)))") }
-        let bound = withUnixSocketAddress(path) { bind(fd, $0, $1) } ?? -1
-        guard bound == 0 else {
-            let why = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw Touchstoned.UsageError(text: "cannot listen on \(path): \(why)")
-        }
-        // Every user may connect; the kernel tells the daemon who did.
-        chmod(path, 0o666)
-        guard listen(fd, 128) == 0 else {
-            let why = String(cString: strerror(errno))
-            Glibc.close(fd)
-            unlink(path)
-            throw Touchstoned.UsageError(text: "listen on \(path): \(why)")
+        // Every user may connect (0666); the kernel tells the daemon who did.
+        let fd: Int32
+        switch listenOnUnixSocket(path, mode: 0o666, backlog: 128) {
+        case .success(let listening): fd = listening
+        case .failure(.pathTooLong): throw Touchstoned.UsageError(text: "the socket path is longer than 107 bytes: \(path)")
+        case .failure(.notASocket): throw Touchstoned.UsageError(text: "\(path) exists and is not a socket")
+        case .failure(.inUse): throw Touchstoned.UsageError(text: "another daemon listens on \(path)")
+        case .failure(.system("listen", let why)): throw Touchstoned.UsageError(text: "listen on \(path): \(why)")
+        case .failure(.system(_, let why)): throw Touchstoned.UsageError(text: "cannot listen on \(path): \(why)")
         }
         return Listener(fd: fd, path: path, owned: true)
     }

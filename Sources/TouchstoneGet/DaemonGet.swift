@@ -60,46 +60,31 @@ enum DaemonGet {
         }
         defer { connected.shut() }
         let terminal = BlockingTerminal(passcodeDescriptor: options.passcodeFD, interrupt: interrupt)
-        let call = Call(connection: BlockingConnection(socket: connected, terminal: terminal, socketPath: socket,
-                                                       program: ProcessInfo.processInfo.processName),
-                        socket: socket)
+        let connection = BlockingConnection(socket: connected, terminal: terminal, socketPath: socket,
+                                            program: ProcessInfo.processInfo.processName)
+        let unexpected = DaemonFailure(.refused, socket: socket, reason: "an answer of another kind than the call's")
         // One call: the daemon reads the item's access, authenticates for
-        // it (its prompts come back on the way) and answers with the secret.
-        let (result, secrets) = try call.keychain(.getSecret(
-            service: service, account: account, reason: reason ?? "touchstone get: read the secret of \(service) / \(account)",
-            touchTimeoutMilliseconds: options.timeout.wholeMilliseconds))
-        guard case .secret = result, secrets.count == 1 else { throw KeychainError.daemon(call.unexpected) }
+        // it (its prompts come back on the way) and answers with the secret;
+        // its failures come as the daemon engine's calls' would.
+        let outcome: (DaemonOutcome, [SecureBytes])
+        do {
+            outcome = try connection.call(.getSecret(
+                service: service, account: account, reason: reason ?? "touchstone get: read the secret of \(service) / \(account)",
+                touchTimeoutMilliseconds: options.timeout.wholeMilliseconds))
+        } catch let error as DaemonFailure {
+            throw KeychainError.daemon(error)
+        }
+        let secret: SecureBytes
+        switch outcome {
+        case (.success(.secret), let secrets) where secrets.count == 1: secret = secrets[0]
+        case (.keychain(let error), _): throw error
+        case (.authentication(let error), _): throw KeychainError.authentication(error)
+        case (.refused(let why), _): throw KeychainError.daemon(DaemonFailure(.refused, socket: socket, reason: why))
+        default: throw KeychainError.daemon(unexpected)
+        }
         if interrupt.fired { throw CancellationError() }  // a signal just now: write nothing
-        guard secrets[0].withUnsafeBytes({ Output.write(1, $0) }) else {
+        guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {
             throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
-        }
-    }
-
-    /// The calls of one connection, their failures read as the daemon
-    /// engine reads them.
-    struct Call {
-        let connection: BlockingConnection
-        let socket: String
-
-        var unexpected: DaemonFailure { DaemonFailure(.refused, socket: socket, reason: "an answer of another kind than the call's") }
-
-        func exchange(_ call: DaemonCall) throws -> (DaemonOutcome, [SecureBytes]) {
-            do {
-                return try connection.call(call)
-            } catch let error as DaemonFailure {
-                throw KeychainError.daemon(error)
-            }
-        }
-
-        func keychain(_ call: DaemonCall) throws -> (DaemonResult, [SecureBytes]) {
-            let (outcome, secrets) = try exchange(call)
-            switch outcome {
-            case .success(let result): return (result, secrets)
-            case .keychain(let error): throw error
-            case .authentication(let error): throw KeychainError.authentication(error)
-            case .refused(let why): throw KeychainError.daemon(DaemonFailure(.refused, socket: socket, reason: why))
-            default: throw KeychainError.daemon(unexpected)
-            }
         }
     }
 }

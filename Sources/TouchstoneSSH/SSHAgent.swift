@@ -40,21 +40,17 @@ package final class SSHAgent: Sendable {
     private let listener: Int32
     private let stopping = Locked(false)
 
-    /// Listens on `path` (a new socket, 0600); `keys` gives the keys to
-    /// offer at each request.
+    /// Listens on `path` (a new socket, 0600; a stale one replaced, a live
+    /// one refused); `keys` gives the keys to offer at each request.
     package init(socket path: String, keys: @escaping @Sendable () async -> [any AgentKey]) throws(SSHAgentError) {
         self.keys = keys
-        unlink(path)
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .system("socket: \(String(cString: strerror(errno)))") }
-        let previous = umask(0o177)
-        let bound = withUnixSocketAddress(path) { bind(fd, $0, $1) }
-        umask(previous)
-        guard let bound else { close(fd); throw .system("the socket path is longer than 107 bytes") }
-        guard bound == 0, listen(fd, 64) == 0 else {
-            let why = String(cString: strerror(errno))
-            close(fd)
-            throw .system("cannot listen on \(path): \(why)")
+        let fd: Int32
+        switch listenOnUnixSocket(path, mode: 0o600, backlog: 64) {
+        case .success(let listening): fd = listening
+        case .failure(.pathTooLong): throw .system("the socket path is longer than 107 bytes: \(path)")
+        case .failure(.notASocket): throw .system("\(path) exists and is not a socket")
+        case .failure(.inUse): throw .system("an agent already listens on \(path)")
+        case .failure(.system(let call, let why)): throw .system("\(call) \(path): \(why)")
         }
         listener = fd
         startDetachedThread(name: "touchstone-agent") { [self] in acceptLoop() }
@@ -112,12 +108,10 @@ package final class SSHAgent: Sendable {
     }
 
     private static func peer(of fd: Int32) -> AgentPeer {
-        var credentials: (pid_t, uid_t, gid_t) = (0, 0, 0)
-        var size = socklen_t(MemoryLayout.size(ofValue: credentials))
-        _ = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size)
-        let command = (try? String(contentsOfFile: "/proc/\(credentials.0)/comm", encoding: .utf8))?
+        let (pid, uid, _) = peerCredentials(of: fd) ?? (0, 0, 0)
+        let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
-        return AgentPeer(pid: credentials.0, uid: credentials.1, command: command)
+        return AgentPeer(pid: pid, uid: uid, command: command)
     }
 
     /// The next message (without its length), or nil at the end, on a

@@ -1,5 +1,6 @@
 import Foundation
 internal import CSodium
+import TouchstoneSecure
 
 /// OpenSSH's wire encoding (RFC 4251 section 5): what the agent protocol,
 /// public key blobs and signatures are made of.
@@ -52,7 +53,7 @@ package enum SSHWire {
     /// SHA-256 of `bytes` (libsodium's).
     package static func sha256(_ bytes: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
-        _ = sodium_init()
+        ensureSodium()
         crypto_hash_sha256(&out, bytes, UInt64(bytes.count))
         return out
     }

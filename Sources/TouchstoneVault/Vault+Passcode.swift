@@ -99,9 +99,10 @@ extension Vault {
     /// The passcode class key's record as the vault holds it now (its id
     /// and its blob, neither secret): a secret the TPM opened from that
     /// record is its secret for as long as the record is the same.
-    package func passcodeKeyRecord() throws -> [UInt8] {
-        let key = try passcodeClassKey()
-        return withUnsafeBytes(of: key.id.littleEndian) { Array($0) } + key.sealed
+    package func passcodeKeyRecord() throws -> [UInt8] { Self.record(of: try passcodeClassKey()) }
+
+    private static func record(of key: ClassKey) -> [UInt8] {
+        withUnsafeBytes(of: key.id.littleEndian) { Array($0) } + key.sealed
     }
 
     /// The passcode class key's secret in `proof`, when proving opened it.
@@ -114,7 +115,7 @@ extension Vault {
     /// `record`; nil when the record changed since (the TPM must decide).
     package func passcodeProof(_ passcode: PasscodeAuth, opened secret: SecureBytes, record: [UInt8]) throws -> VaultProof? {
         let key = try passcodeClassKey()
-        guard try passcodeKeyRecord() == record else { return nil }
+        guard Self.record(of: key) == record else { return nil }
         var proof = VaultProof(passcode: passcode)
         proof.openedClassKeys[key.id] = secret
         return proof

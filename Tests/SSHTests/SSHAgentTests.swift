@@ -148,7 +148,7 @@ struct SSHAgentTests {
         #expect(bad != 0, "\(badOutput)")
     }
 
-    @Test("requests the agent does not serve (adding a key, removing them all) get FAILURE; garbage, an oversized length and a cut message close that connection only; the agent goes on serving")
+    @Test("requests the agent does not serve (adding a key, removing them all) get FAILURE; garbage, an oversized length and a cut message close that connection only; a second agent on its socket is refused; the agent goes on serving")
     func refusesTheRest() async throws {
         let key = try SoftwareKey(comment: "kept")
         let agent = try Agent([key])
@@ -178,6 +178,8 @@ struct SSHAgentTests {
             // Either the connection closed, or a FAILURE (type 5) came back.
             #expect(reply.isEmpty || (reply.count >= 5 && reply[4] == 5), "\(garbage.prefix(8)): \(reply)")
         }
+        // A second agent on the same socket is refused; the first keeps it.
+        #expect(throws: SSHAgentError.self) { _ = try SSHAgent(socket: agent.socket) { [] } }
         let (listed, lines) = try await run("/usr/bin/ssh-add", ["-L"], environment: agent.environment, in: agent.folder)
         #expect(listed == 0 && lines == key.publicKey.line + "\n", "\(lines)")
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TestRigs
 import TouchstoneSimulator
 
 /// The other side of the exchange, written apart from OpenSSL: Python's
@@ -60,14 +61,14 @@ struct IndependentPeer {
     /// Its public key (128 bytes).
     func publicKey() throws -> [UInt8] {
         let (status, text) = try output("/usr/bin/python3", [script, "public", privateKey], in: folder)
-        guard status == 0, text.count == 256 else { throw PeerFailure("peer.py public: \(text)") }
+        guard status == 0, text.count == 256 else { throw RigFailure("peer.py public: \(text)") }
         return unhex(text)
     }
 
     /// The AES key (hex) for the other side's public key.
     func aesKey(for theirs: [UInt8]) throws -> String {
         let (status, text) = try output("/usr/bin/python3", [script, "key", privateKey, hex(theirs)], in: folder)
-        guard status == 0, text.count == 32 else { throw PeerFailure("peer.py key: \(text)") }
+        guard status == 0, text.count == 32 else { throw RigFailure("peer.py key: \(text)") }
         return text
     }
 
@@ -86,19 +87,7 @@ struct IndependentPeer {
         try Data(input).write(to: URL(fileURLWithPath: source))
         let (status, text) = try output("/usr/bin/openssl", ["enc"] + direction + ["-aes-128-cbc", "-K", key, "-iv", hex(iv),
                                                                                   "-in", source, "-out", target], in: folder)
-        guard status == 0 else { throw PeerFailure("openssl enc \(direction[0]): \(text)") }
+        guard status == 0 else { throw RigFailure("openssl enc \(direction[0]): \(text)") }
         return try [UInt8](Data(contentsOf: URL(fileURLWithPath: target)))
     }
-}
-
-struct PeerFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}
-
-/// A fresh 0700 folder under the temporary directory.
-func scratchFolder(_ prefix: String) throws -> String {
-    let folder = NSTemporaryDirectory() + "\(prefix)-\(UInt32.random(in: 0...UInt32.max))"
-    try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
-    return folder
 }

@@ -93,7 +93,7 @@ private struct Provider: Sendable {
     func open(_ client: DBusBus, _ algorithm: String, _ input: DBusValue) async throws -> (DBusValue, String) {
         let reply = try await call(client, "org.freedesktop.Secret.Service", "OpenSession", [.string(algorithm), .variant(input)])
         guard reply.count == 2, case .variant(let output) = reply[0], let path = reply[1].objectPath else {
-            throw PeerFailure("OpenSession answered \(reply)")
+            throw RigFailure("OpenSession answered \(reply)")
         }
         return (output, path)
     }
@@ -140,7 +140,7 @@ struct SessionsTests {
     func encrypted() async throws {
         let provider = try await Provider()
         defer { provider.rig.close() }
-        let folder = try scratchFolder("ts-ss")
+        let folder = try makeTemporaryDirectory("tss")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let peer = try IndependentPeer(folder: folder)
         let client = try await provider.client()

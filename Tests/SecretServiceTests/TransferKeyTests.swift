@@ -8,7 +8,7 @@ import TestRigs
 struct TransferKeyTests {
     @Test("against a peer written apart (Python's integers and hmac, the openssl command's AES): the same key both ways, and secrets cross in both directions, the empty one and a 1 MiB one among them")
     func agreesWithAnIndependentPeer() throws {
-        let folder = try scratchFolder("ts-dh")
+        let folder = try makeTemporaryDirectory("tsd")
         defer { try? FileManager.default.removeItem(atPath: folder) }
         let peer = try IndependentPeer(folder: folder)
         let ours = try TransferKey(peerPublicKey: try peer.publicKey())

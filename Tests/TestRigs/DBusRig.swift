@@ -49,7 +49,7 @@ package final class DBusRig: @unchecked Sendable {
         daemon = try ChildSpawn.start(dbusDaemon, ["--config-file=" + config, "--nofork", "--nosyslog"], actions: &actions)
         // Ready when its socket accepts a connection.
         for _ in 0..<500 {
-            if Self.connects(to: socket) { return }
+            if unixSocketAccepts(socket) { return }
             var status: Int32 = 0
             if let daemon, waitpid(daemon, &status, WNOHANG) == daemon {
                 self.daemon = nil
@@ -59,13 +59,6 @@ package final class DBusRig: @unchecked Sendable {
         }
         close()
         throw RigFailure("dbus-daemon did not start listening on \(socket)")
-    }
-
-    private static func connects(to path: String) -> Bool {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { Glibc.close(fd) }
-        return withUnixSocketAddress(path) { connect(fd, $0, $1) == 0 } ?? false
     }
 
     /// Runs `gdbus` with `arguments` against this bus; its exit status and

@@ -317,13 +317,7 @@ final class DaemonSession: Sendable {
         case .success(let secret):
             return (.success(.secret), [secret])
         case .failure(let error):
-            let call: DaemonCall = switch step {
-            case .access: .openAccess(service: service, account: account)
-            case .authentication: .authenticate(access: .devicePasscode, reason: reason, interactive: true,
-                                                interactionNotAllowed: false, touchTimeoutMilliseconds: milliseconds)
-            case .secret: .secret(service: service, account: account, grant: nil)
-            }
-            let outcome = Self.outcome(error, for: call)
+            let outcome = Self.outcome(error, as: step == .authentication ? .authentication : .keychain)
             if case .authentication(let error) = outcome {
                 return (.keychain(step == .authentication ? KeychainError(error) : .authentication(error)), [])
             }
@@ -405,15 +399,26 @@ final class DaemonSession: Sendable {
 
     /// An engine error as the outcome the call's engine method throws.
     private static func outcome(_ error: any Error, for call: DaemonCall) -> DaemonOutcome {
+        let kind: EngineErrorKind = switch call {
+        case .add, .openAccess, .secret, .getSecret, .update, .delete, .items, .attributes: .keychain
+        case .availability, .domainState, .authenticate: .authentication
+        default: .device
+        }
+        return outcome(error, as: kind)
+    }
+
+    /// Which of the engine's error types a call's method throws.
+    private enum EngineErrorKind { case keychain, authentication, device }
+
+    private static func outcome(_ error: any Error, as kind: EngineErrorKind) -> DaemonOutcome {
         switch error {
         case let e as DeviceError:
-            switch call {
-            case .add, .openAccess, .secret, .getSecret, .update, .delete, .items, .attributes:
-                return .keychain(Self.keychain(e))
-            case .availability, .domainState, .authenticate:
+            switch kind {
+            case .keychain: return .keychain(Self.keychain(e))
+            case .authentication:
                 if case .authentication(let a) = e { return .authentication(a) }
                 return .authentication(Self.authentication(e))
-            default: return .device(e)
+            case .device: return .device(e)
             }
         case let e as KeychainError: return .keychain(e)
         case let e as AuthenticationError: return .authentication(e)

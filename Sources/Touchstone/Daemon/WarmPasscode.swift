@@ -2,7 +2,7 @@ import Foundation
 import TouchstoneSecure
 
 /// What `touchstoned` keeps of one user's last right passcode while the
-/// user goes on using it (docs/daemon.md, "A warm passcode"): the passcode
+/// user goes on using it (docs/daemon.md, "What it enforces today"): the passcode
 /// class key's secret as the TPM opened it, the vault record it opened
 /// from, and a keyed BLAKE2b-256 of the passcode under a key of this
 /// process's (never stored). A passcode with the same hash then proves
@@ -38,36 +38,30 @@ package final class WarmPasscode: Sendable {
     }
 
     /// Whether `passcode` is the warm one (constant time); its use renews it.
-    package func matches(_ passcode: SecureBytes) -> Bool {
+    package func matches(_ passcode: SecureBytes) -> Bool { opened(for: passcode) != nil }
+
+    /// The secret and record kept for `passcode`, if it is the warm one
+    /// (constant time); its use renews it.
+    package func opened(for passcode: SecureBytes) -> (secret: SecureBytes, record: [UInt8])? {
         let digest = hash(passcode)
         let now = clock()
         return entry.withLock { entry in
-            guard let warm = entry else { return false }
+            guard let warm = entry else { return nil }
             guard now - warm.lastUse < lifetime else {
                 entry = nil
-                return false
+                return nil
             }
-            let same = digest == warm.digest  // SecureBytes' == is constant-time
-            if same { entry?.lastUse = now }
-            return same
+            guard digest == warm.digest else { return nil }  // SecureBytes' == is constant-time
+            entry?.lastUse = now
+            return (warm.secret, warm.record)
         }
-    }
-
-    /// The secret and record kept for `passcode`, if it is the warm one.
-    package func opened(for passcode: SecureBytes) -> (secret: SecureBytes, record: [UInt8])? {
-        guard matches(passcode) else { return nil }
-        return entry.withLock { $0.map { ($0.secret, $0.record) } }
     }
 
     /// Keeps `passcode` warm: the TPM just opened `secret` from `record` with it.
     package func remember(_ passcode: SecureBytes, secret: SecureBytes, record: [UInt8]) {
         let digest = hash(passcode)
         entry.withLock { $0 = Entry(digest: digest, record: record, secret: secret, lastUse: clock()) }
-        let lifetime = lifetime
-        Task.detached { [weak self] in
-            try? await Task.sleep(for: lifetime)
-            self?.expire()
-        }
+        expire(after: lifetime)
     }
 
     /// Forgets the warm passcode (a change, a removal, an import).
@@ -84,17 +78,20 @@ package final class WarmPasscode: Sendable {
     /// Whether a key is held at all, warm or not yet wiped.
     package var holdsKey: Bool { entry.withLock { $0 != nil } }
 
-    private func expire() {
-        let now = clock()
-        entry.withLock { entry in
-            if let warm = entry, now - warm.lastUse >= lifetime { entry = nil }
-        }
-        if isWarm, let last = entry.withLock({ $0?.lastUse }) {
-            let left = lifetime - (now - last)
-            Task.detached { [weak self] in
-                try? await Task.sleep(for: left)
-                self?.expire()
+    /// Wipes the entry once `delay` has passed and it went unused for its
+    /// lifetime; renewed meanwhile, waits for the rest of it.
+    private func expire(after delay: Duration) {
+        Task.detached { [weak self] in
+            try? await Task.sleep(for: delay)
+            guard let self else { return }
+            let now = clock()
+            let left = entry.withLock { entry -> Duration? in
+                guard let warm = entry else { return nil }
+                let unused = now - warm.lastUse
+                if unused >= lifetime { entry = nil; return nil }
+                return lifetime - unused
             }
+            if let left { expire(after: left) }
         }
     }
 

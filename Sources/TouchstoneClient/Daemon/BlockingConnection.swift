@@ -27,7 +27,7 @@ package struct BlockingConnection {
             try socket.send(try DaemonWire.Frame(.request, DaemonRequest(call: call, program: program), secrets: secrets))
             return try exchange()
         } catch let error as DaemonWireError {
-            throw DaemonFailure(error == .closed ? .lost : .refused, socket: socketPath, reason: error.description)
+            throw DaemonFailure(error, socket: socketPath)
         }
     }
 

@@ -156,3 +156,12 @@ package enum DaemonWireError: Error, Sendable, Hashable, CustomStringConvertible
         }
     }
 }
+
+extension DaemonFailure {
+    /// What a wire error on the connection to `socket` means to a client:
+    /// the daemon went away (the connection closed), or it refused the
+    /// exchange.
+    package init(_ error: DaemonWireError, socket: String) {
+        self.init(error == .closed ? .lost : .refused, socket: socket, reason: error.description)
+    }
+}

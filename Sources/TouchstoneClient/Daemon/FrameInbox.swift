@@ -96,7 +96,7 @@ package final class DaemonConnection: Sendable {
             try socket.send(try DaemonWire.Frame(.request, request, secrets: secrets))
             return try await self.await(interaction: interaction)
         } catch let error as DaemonWireError {
-            throw DaemonFailure(error == .closed ? .lost : .refused, socket: socketPath, reason: error.description)
+            throw DaemonFailure(error, socket: socketPath)
         } catch {
             throw DaemonFailure(.lost, socket: socketPath, reason: "\(error)")
         }

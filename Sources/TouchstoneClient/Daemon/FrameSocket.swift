@@ -37,14 +37,7 @@ package final class FrameSocket: Sendable {
 
     /// The peer's pid, uid and gid (SO_PEERCRED): who connected, as the
     /// kernel saw it at connect().
-    package func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
-        // struct ucred (pid, uid, gid), which Glibc's module leaves out.
-        var credentials: (pid_t, uid_t, gid_t) = (0, 0, 0)
-        var size = socklen_t(MemoryLayout.size(ofValue: credentials))
-        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0,
-              size == socklen_t(MemoryLayout.size(ofValue: credentials)) else { return nil }
-        return credentials
-    }
+    package func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? { TouchstoneModel.peerCredentials(of: fd) }
 
     /// A pidfd of the peer (SO_PEERPIDFD, Linux 6.5 and later; the caller
     /// closes it), or nil where the kernel has none.

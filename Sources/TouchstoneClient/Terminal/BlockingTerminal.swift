@@ -35,10 +35,10 @@ package struct BlockingTerminal: Sendable {
     }
 
     /// What a touch prompt does, as `TerminalInteraction.waitForPasscodeRequest`:
-    /// nil when the passcode is to be used at once (allowed, and a
-    /// descriptor gives it); otherwise the terminal whose Enter asks for the
-    /// passcode (when allowed and there is one; the caller closes it) after
-    /// the prompt's lines are shown.
+    /// `.useThePasscode` at once when that is allowed and a descriptor gives
+    /// it; otherwise the prompt's lines are shown and the wait goes on, with
+    /// the terminal whose Enter asks for the passcode (when allowed and
+    /// there is one; the caller closes it).
     package func touchPrompt(reason: String, passcodeAllowed: Bool) -> TouchWait {
         if passcodeAllowed && passcodeDescriptor != nil { return .useThePasscode }
         let tty = passcodeAllowed ? Terminal.open() : nil

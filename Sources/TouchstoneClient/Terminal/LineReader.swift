@@ -1,8 +1,6 @@
 import FoundationEssentials
 import Glibc
 import TouchstoneSecure
-import Synchronization
-
 
 /// Reads one line from a descriptor on a dedicated thread, so that the
 /// async caller can be cancelled (Ctrl-C) while it waits: the thread polls
