@@ -94,9 +94,10 @@ let package = Package(
         // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
         // own, names, exported objects, signals, calls (the D-Bus front ends).
         .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure"]),
-        // The Secret Service provider's parts (issue 14), so far its sessions
-        // (plain, and encrypted with OpenSSL's DH, HKDF and AES).
-        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "TouchstoneSecure", "TouchstoneDBus", "TouchstoneSimulator"]),
+        // The Secret Service provider (`touchstone secret-service`): its
+        // objects over the public API, sessions (plain, and encrypted with
+        // OpenSSL's DH, HKDF and AES), prompts, pinentry, notifications.
+        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "Touchstone", "TouchstoneSecure", "TouchstoneDBus", "TouchstoneSimulator"]),
         // The ssh-agent's parts (issue 15), so far OpenSSH's wire format and
         // the agent protocol over a Unix socket.
         .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstoneSecure", "TouchstoneModel"]),
@@ -110,7 +111,8 @@ let package = Package(
         // What the command's processes share: errors as exit codes and
         // messages, output. Links no backend.
         .target(name: "TouchstoneCLISupport", dependencies: ["TouchstoneClient", "TouchstoneCommandLine"]),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport",
+                                                            "TouchstoneSecretService"],
                           linkerSettings: exportSharedCryptoContext),
         .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"],
                           linkerSettings: staticClient),

@@ -79,7 +79,12 @@ public struct Keychain: Sendable {
 
     private func grant(service: String, account: String, context: (any BiometricAuthenticating)?,
                        reason: String) async throws(KeychainError) -> (any EngineGrant)? {
-        let access = try await engine.openAccess(service: service, account: account)
+        try await grant(for: engine.openAccess(service: service, account: account), context: context, reason: reason)
+    }
+
+    /// A grant for an item whose open ways in are `access` (none for access `none`).
+    func grant(for access: AccessControl, context: (any BiometricAuthenticating)?,
+               reason: String) async throws(KeychainError) -> (any EngineGrant)? {
         if access.flags.isEmpty { return nil }
         let context = context ?? device.makeContext()
         do throws(AuthenticationError) {

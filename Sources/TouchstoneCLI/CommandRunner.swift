@@ -17,6 +17,8 @@ enum CommandRunner {
         let task = Task.detached { await execute(command, options) }
         signals.onSignal { task.cancel() }
         let code = await task.value
+        // A provider's normal end is a signal.
+        if case .secretService = command, signals.wasSignalled { return code }
         return signals.wasSignalled ? ExitCode.cancelled.rawValue : code
     }
 
@@ -52,6 +54,7 @@ enum CommandRunner {
         case .sim(let sim): try await session.simulator(sim)
         case .demo: throw CLIFailure(.failure, "demo runs on its own")
         case .importVault(let remove): try await session.importVault(remove: remove)
+        case .secretService(let replace, let access): try await session.secretService(replace: replace, access: access)
         }
     }
 }

@@ -33,6 +33,9 @@ public enum Command: Sendable, Hashable {
     /// `import [--remove]`: move the embedded vault of the state folder into
     /// the daemon.
     case importVault(remove: Bool)
+    /// `secret-service [--replace] [--access SPEC]`: the Secret Service
+    /// provider; `access`: what items that clients create get.
+    case secretService(replace: Bool, access: AccessControl)
 
     /// What `passcode` does.
     public enum PasscodeAction: String, Sendable, Hashable, CaseIterable {
@@ -100,6 +103,7 @@ public enum Command: Sendable, Hashable {
             }
         case .demo: "demo"
         case .importVault: "import"
+        case .secretService: "secret-service"
         }
     }
 }

@@ -14,7 +14,7 @@ enum CommandTable {
             """,
         subcommands: [
             status, passcode, enroll, unenroll, fingers, verify,
-            add, get, update, delete, list, importVault, sim, demo, help,
+            add, get, update, delete, list, importVault, secretService, sim, demo, help,
         ])
 
     // MARK: Reader, TPM and passcode
@@ -68,6 +68,35 @@ enum CommandTable {
             """,
         options: [Option.remove],
         make: { invocation in .importVault(remove: invocation.flag(Option.remove)) })
+
+    static let secretService = CommandDescription(
+        name: "secret-service",
+        abstract: "Provide org.freedesktop.secrets on the session bus until SIGTERM or SIGINT.",
+        discussion: """
+            Apps that keep secrets through the Secret Service (secret-tool, browsers, \
+            git-credential-libsecret, Python's keyring) then keep them in this vault. \
+            Items that clients create get the access of --access (default none); an \
+            item whose access needs authentication is reported locked, and a \
+            client's Unlock prompts for the touch (or the passcode, through \
+            pinentry). The attributes service and account are the item's service and \
+            account as the other commands see them. Exit 1 when another program \
+            owns the name and --replace is not given.
+            """,
+        options: [Option.replace, Option.clientAccess],
+        make: { invocation throws(UsageError) in
+            .secretService(replace: invocation.flag(Option.replace),
+                           access: try access(invocation, Option.clientAccess) ?? AccessControl.none)
+        })
+
+    /// The access control of --access (`option`), nil when not given.
+    static func access(_ invocation: Invocation, _ option: OptionDescription) throws(UsageError) -> AccessControl? {
+        guard let spec = invocation.value(option) else { return nil }
+        do throws(AccessControlSyntaxError) {
+            return try AccessControl(parsing: spec)
+        } catch {
+            throw UsageError("invalid \(option.name) \(Quote.value(spec)): \(error.description)")
+        }
+    }
 
     static let enroll = CommandDescription(
         name: "enroll",
@@ -129,14 +158,7 @@ enum CommandTable {
         arguments: itemArguments,
         options: [Option.access, Option.label, Option.comment],
         make: { invocation throws(UsageError) in
-            var access = AccessControl.userPresence
-            if let spec = invocation.value(Option.access) {
-                do throws(AccessControlSyntaxError) {
-                    access = try AccessControl(parsing: spec)
-                } catch {
-                    throw UsageError("invalid \(Option.access.name) \(Quote.value(spec)): \(error.description)")
-                }
-            }
+            let access = try access(invocation, Option.access) ?? .userPresence
             return .add(service: try invocation.requiredText(Argument.service),
                         account: try invocation.requiredText(Argument.account),
                         access: access,
@@ -278,6 +300,8 @@ enum CommandTable {
         static let comment = OptionDescription(names: ["--comment"], valueName: "text", help: "A comment shown by 'list'.")
         static let reason = OptionDescription(names: ["--reason"], valueName: "text", help: "Why the secret is wanted, shown while waiting for a touch.")
         static let service = OptionDescription(names: ["--service"], valueName: "service", help: "Only the items of this service.")
+        static let replace = OptionDescription(names: ["--replace"], help: "Take the name over from the program that owns it.")
+        static let clientAccess = OptionDescription(names: ["--access"], valueName: "spec", help: "The access of items that clients create.", defaultValue: "none")
         static let remove = OptionDescription(names: ["--remove"], help: "Remove the embedded vault after the import, instead of leaving it read-only.")
         static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
         static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")

@@ -80,6 +80,14 @@ package final class DBusCall: @unchecked Sendable {
         g_dbus_method_invocation_return_dbus_error(invocation, name, message)
     }
 
+    /// Answers with a result: its values, or its error.
+    package func answer(_ result: Result<[DBusValue], DBusError>) {
+        switch result {
+        case .success(let values): reply(values)
+        case .failure(let error): fail(error.name ?? "org.freedesktop.DBus.Error.Failed", error.message)
+        }
+    }
+
     /// The parameters as a list, when they have the signature `expected`
     /// (GDBus checks calls against the introspection data already; this is
     /// for the handler's own reading).
@@ -97,9 +105,16 @@ package protocol DBusObject: AnyObject, Sendable {
     /// thread; GDBus has checked its type); a refusal's D-Bus error name
     /// and message.
     func setProperty(_ name: String, interface: String, path: String, to value: DBusValue) -> DBusError?
+    /// True: Properties' Get, GetAll and Set come to `handle` as calls of
+    /// org.freedesktop.DBus.Properties (answerable later, e.g. after a
+    /// vault read), and `property`/`setProperty` are not used.
+    var answersProperties: Bool { get }
 }
 
 extension DBusObject {
+    /// Objects answer property reads through `property` unless they say so.
+    package var answersProperties: Bool { false }
+
     /// Objects without writable properties refuse every write.
     package func setProperty(_ name: String, interface: String, path: String, to value: DBusValue) -> DBusError? {
         DBusError(name: "org.freedesktop.DBus.Error.PropertyReadOnly", "\(name) is read-only")
@@ -113,8 +128,10 @@ package final class DBusBus: @unchecked Sendable {
     // @unchecked Sendable: `connection` is set once; GDBus connections are
     // thread-safe; registrations are made and dropped on `thread`.
     package let thread: DBusThread
-    private let connection: OpaquePointer
-    private let registrations = Locked<[UInt32: Unmanaged<Registration>]>([:])
+    let connection: OpaquePointer
+    let registrations = Locked<[UInt32: Unmanaged<Registration>]>([:])
+    /// Subtree registrations (their state is released by GDBus).
+    let subtrees = Locked<Set<UInt32>>([])
 
     /// Connects to the bus at `address` (a D-Bus address), or the session
     /// bus (DBUS_SESSION_BUS_ADDRESS) when nil.
@@ -230,36 +247,7 @@ package final class DBusBus: @unchecked Sendable {
             while let interface = node.pointee.interfaces?[index] {
                 index += 1
                 let registration = Unmanaged.passRetained(Registration(object))
-                var vtable = GDBusInterfaceVTable()
-                vtable.method_call = { _, sender, path, interface, method, parameters, invocation, data in
-                    let registration = Unmanaged<Registration>.fromOpaque(data!).takeUnretainedValue()
-                    let call = DBusCall(sender: sender.map { String(cString: $0) } ?? "",
-                                        objectPath: String(cString: path!), interface: String(cString: interface!),
-                                        method: String(cString: method!), parameters: DBusValue(parameters!),
-                                        invocation: invocation!)
-                    registration.object?.handle(call)
-                }
-                vtable.get_property = { _, _, path, interface, name, error, data in
-                    let registration = Unmanaged<Registration>.fromOpaque(data!).takeUnretainedValue()
-                    guard let value = registration.object?.property(String(cString: name!), interface: String(cString: interface!),
-                                                                    path: String(cString: path!)) else {
-                        g_set_error_literal(error, g_dbus_error_quark(), Int32(G_DBUS_ERROR_UNKNOWN_PROPERTY.rawValue),
-                                            "no such property")
-                        return nil
-                    }
-                    return value.gvariant()
-                }
-                vtable.set_property = { _, _, path, interface, name, value, error, data in
-                    let registration = Unmanaged<Registration>.fromOpaque(data!).takeUnretainedValue()
-                    guard let object = registration.object else { return 0 }
-                    if let refusal = object.setProperty(String(cString: name!), interface: String(cString: interface!),
-                                                        path: String(cString: path!), to: DBusValue(value!)) {
-                        g_propagate_error(error, g_dbus_error_new_for_dbus_error(refusal.name ?? "org.freedesktop.DBus.Error.Failed",
-                                                                                 refusal.message))
-                        return 0
-                    }
-                    return 1
-                }
+                var vtable = object.answersProperties ? Self.methodsOnlyVTable : Self.vtable
                 let id = g_dbus_connection_register_object(box.connection, path, interface, &vtable,
                                                            registration.toOpaque(), nil, &error)
                 guard id != 0 else {
@@ -274,11 +262,59 @@ package final class DBusBus: @unchecked Sendable {
         return ids
     }
 
+    /// The vtable of every export: calls, property reads and writes to the
+    /// registration's object.
+    nonisolated(unsafe) static let vtable: GDBusInterfaceVTable = {
+        var vtable = methodsOnlyVTable
+        vtable.get_property = { _, _, path, interface, name, error, data in
+            let registration = Unmanaged<Registration>.fromOpaque(data!).takeUnretainedValue()
+            guard let value = registration.object?.property(String(cString: name!), interface: String(cString: interface!),
+                                                            path: String(cString: path!)) else {
+                g_set_error_literal(error, g_dbus_error_quark(), Int32(G_DBUS_ERROR_UNKNOWN_PROPERTY.rawValue),
+                                    "no such property")
+                return nil
+            }
+            return value.gvariant()
+        }
+        vtable.set_property = { _, _, path, interface, name, value, error, data in
+            let registration = Unmanaged<Registration>.fromOpaque(data!).takeUnretainedValue()
+            guard let object = registration.object else { return 0 }
+            if let refusal = object.setProperty(String(cString: name!), interface: String(cString: interface!),
+                                                path: String(cString: path!), to: DBusValue(value!)) {
+                g_propagate_error(error, g_dbus_error_new_for_dbus_error(refusal.name ?? "org.freedesktop.DBus.Error.Failed",
+                                                                         refusal.message))
+                return 0
+            }
+            return 1
+        }
+        return vtable
+    }()
+
+    /// Calls only: with no property functions GDBus hands Properties' Get,
+    /// GetAll and Set to `handle` too (interface
+    /// org.freedesktop.DBus.Properties), which may answer them later.
+    nonisolated(unsafe) static let methodsOnlyVTable: GDBusInterfaceVTable = {
+        var vtable = GDBusInterfaceVTable()
+        vtable.method_call = { _, sender, path, interface, method, parameters, invocation, data in
+            let registration = Unmanaged<Registration>.fromOpaque(data!).takeUnretainedValue()
+            let call = DBusCall(sender: sender.map { String(cString: $0) } ?? "",
+                                objectPath: String(cString: path!), interface: String(cString: interface!),
+                                method: String(cString: method!), parameters: DBusValue(parameters!),
+                                invocation: invocation!)
+            registration.object?.handle(call)
+        }
+        return vtable
+    }()
+
     /// Takes down what `export` put up.
     package func unexport(_ ids: [UInt32]) async {
         let box = ConnectionBox(connection)
         _ = try? await thread.run {
             for id in ids {
+                if self.subtrees.withLock({ $0.remove(id) }) != nil {
+                    _ = g_dbus_connection_unregister_subtree(box.connection, id)
+                    continue
+                }
                 _ = g_dbus_connection_unregister_object(box.connection, id)
                 self.registrations.withLock { $0.removeValue(forKey: id) }?.release()
             }
@@ -334,7 +370,7 @@ package final class DBusBus: @unchecked Sendable {
     // MARK: - Boxes
 
     /// An exported object, held until it is unexported or the bus goes.
-    private final class Registration: Sendable {
+    final class Registration: Sendable {
         let object: (any DBusObject)?
         init(_ object: any DBusObject) { self.object = object }
     }
@@ -344,7 +380,7 @@ package final class DBusBus: @unchecked Sendable {
         init(_ handler: @escaping @Sendable ([DBusValue]) -> Void) { self.handler = handler }
     }
 
-    private struct ConnectionBox: @unchecked Sendable {
+    struct ConnectionBox: @unchecked Sendable {
         // @unchecked Sendable: a GDBusConnection, which is thread-safe.
         let connection: OpaquePointer
         init(_ connection: OpaquePointer) { self.connection = connection }

@@ -43,24 +43,47 @@ package struct Pinentry: Sendable {
     }
 
     /// `askPasscode` on a thread of its own (it blocks until the person
-    /// answers), never on a Swift concurrency thread.
+    /// answers), never on a Swift concurrency thread. Cancelling the task
+    /// ends the dialog (the pinentry is killed): `.cancelled`.
     package func ask(title: String, description: String, prompt: String = "Passcode:",
                      error: String? = nil) async throws(Failure) -> Outcome {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Outcome, Failure>, Never>) in
-            startDetachedThread(name: "touchstone-pin") {
-                continuation.resume(returning: Result { () throws(Failure) in
-                    try askPasscode(title: title, description: description, prompt: prompt, error: error)
-                })
+        let running = Locked<(pid: pid_t?, cancelled: Bool)>((nil, false))
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<Outcome, Failure>, Never>) in
+                startDetachedThread(name: "touchstone-pin") {
+                    continuation.resume(returning: Result { () throws(Failure) in
+                        try askPasscode(title: title, description: description, prompt: prompt, error: error) { pid in
+                            // Started: killed at once if the task was cancelled meanwhile.
+                            let cancelled = running.withLock { state in
+                                state.pid = pid
+                                return state.cancelled
+                            }
+                            if cancelled { kill(pid, SIGTERM) }
+                        }
+                    })
+                }
             }
+        } onCancel: {
+            let pid = running.withLock { state in
+                state.cancelled = true
+                return state.pid
+            }
+            if let pid { kill(pid, SIGTERM) }
+        }
+        if running.withLock({ $0.cancelled }) {
+            if case .success(.passcode(let passcode)) = result { return .passcode(passcode) }
+            return .cancelled
         }
         return try result.get()
     }
 
     /// One passcode, or `.cancelled` when the person cancels. Blocks.
+    /// `started`: told the pinentry's pid once it runs.
     package func askPasscode(title: String, description: String, prompt: String = "Passcode:",
-                             error: String? = nil) throws(Failure) -> Outcome {
+                             error: String? = nil, started: (pid_t) -> Void = { _ in }) throws(Failure) -> Outcome {
         let session = try Conversation(program: program, environment: environment)
         defer { session.end() }
+        started(session.pid)
         try session.expectOK("the greeting")
         if let ttyName {
             try session.command("OPTION ttyname=" + ttyName)

@@ -28,7 +28,9 @@ final class InMemoryEngine: Engine {
     }
 
     private struct State {
-        var items: [String: Item] = [:]
+        /// By id; a name may repeat (Secret Service adds), a read by name takes the newest.
+        var items: [Int64: Item] = [:]
+        var nextID: Int64 = 1
         var passcode: SecureBytes?
         var fingers: [Finger] = []
     }
@@ -37,7 +39,10 @@ final class InMemoryEngine: Engine {
 
     init(authenticator: any BiometricAuthenticating) { self.authenticator = authenticator }
 
-    private static func key(_ service: String, _ account: String) -> String { "\(service.utf8.count):\(service)\(account)" }
+    /// The newest item of a name.
+    private static func id(_ items: [Int64: Item], _ service: String, _ account: String) -> Int64? {
+        items.filter { $0.value.attributes.service == service && $0.value.attributes.account == account }.keys.max()
+    }
 
     /// A grant opens anything: the stand-in authenticator said yes.
     private struct Grant: EngineGrant {
@@ -138,63 +143,153 @@ final class InMemoryEngine: Engine {
     func add(_ secret: SecureBytes, attributes: ItemAttributes) async throws(KeychainError) {
         try Self.validate(attributes, secret)
         try state.withLock { (state) throws(KeychainError) in
-            if (!attributes.access.flags.isEmpty || attributes.accessibility == .whenPasscodeSetThisDeviceOnly)
-                && state.passcode == nil {
-                throw .authentication(.passcodeNotSet)
-            }
-            let key = Self.key(attributes.service, attributes.account)
-            guard state.items[key] == nil else { throw .duplicateItem }
-            state.items[key] = Item(attributes: attributes, secret: secret)
+            guard Self.id(state.items, attributes.service, attributes.account) == nil else { throw .duplicateItem }
+            _ = try Self.insert(&state, attributes, secret)
         }
     }
 
+    private static func insert(_ state: inout State, _ attributes: ItemAttributes,
+                               _ secret: SecureBytes) throws(KeychainError) -> ItemReference {
+        if (!attributes.access.flags.isEmpty || attributes.accessibility == .whenPasscodeSetThisDeviceOnly)
+            && state.passcode == nil {
+            throw .authentication(.passcodeNotSet)
+        }
+        let id = state.nextID
+        state.nextID += 1
+        state.items[id] = Item(attributes: attributes, secret: secret)
+        return ItemReference(id: id)
+    }
+
     func openAccess(service: String, account: String) async throws(KeychainError) -> AccessControl {
-        try item(service, account).attributes.access
+        try item(named: service, account).attributes.access
     }
 
     func secret(service: String, account: String, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
-        let item = try item(service, account)
-        guard item.attributes.access.flags.isEmpty || grant != nil else { throw .interactionNotAllowed }
-        return item.secret
+        try await secret(ItemReference(id: try id(service, account)), grant: grant)
     }
 
     func update(service: String, account: String, secret: SecureBytes?, label: String??, comment: String??,
                 generic: Data??, grant: (any EngineGrant)?) async throws(KeychainError) {
-        var item = try item(service, account)
-        if let secret {
-            guard item.attributes.access.flags.isEmpty || grant != nil else { throw .interactionNotAllowed }
-            item.secret = secret
+        let id = try id(service, account)
+        try change(ItemReference(id: id), secret: secret, grant: grant) { item in
+            if let label { item.attributes.label = label }
+            if let comment { item.attributes.comment = comment }
+            if let generic { item.attributes.generic = generic }
         }
-        if let label { item.attributes.label = label }
-        if let comment { item.attributes.comment = comment }
-        if let generic { item.attributes.generic = generic }
-        item.attributes.modified = Date()
-        try Self.validate(item.attributes, item.secret)
-        let updated = item
-        state.withLock { $0.items[Self.key(service, account)] = updated }
     }
 
     func delete(service: String, account: String) async throws(KeychainError) {
-        try state.withLock { (state) throws(KeychainError) in
-            guard state.items.removeValue(forKey: Self.key(service, account)) != nil else { throw .itemNotFound }
-        }
+        try await delete(ItemReference(id: try id(service, account)))
     }
 
     func items(service: String?) async throws(KeychainError) -> [ListedItem] {
         state.withLock { state in
-            state.items.values.map(\.attributes).filter { service == nil || $0.service == service }
-                .sorted { ($0.created, $0.service, $0.account) < ($1.created, $1.service, $1.account) }
+            state.items.sorted { $0.key < $1.key }.map(\.value.attributes).filter { service == nil || $0.service == service }
                 .map { ListedItem(attributes: $0, state: .ok) }
         }
     }
 
     func attributes(service: String, account: String) async throws(KeychainError) -> ItemAttributes {
-        try item(service, account).attributes
+        try item(named: service, account).attributes
     }
 
-    private func item(_ service: String, _ account: String) throws(KeychainError) -> Item {
-        guard let item = state.withLock({ $0.items[Self.key(service, account)] }) else { throw .itemNotFound }
+    // MARK: By reference
+
+    func search(_ query: [String: String]) async throws(KeychainError) -> [ReferencedItem] {
+        state.withLock { state in
+            state.items.sorted { $0.key < $1.key }.filter { _, item in
+                let set = item.attributes.effectiveSearchAttributes
+                return query.allSatisfy { set[$0.key] == $0.value }
+            }.map { ReferencedItem(reference: ItemReference(id: $0.key), item: ListedItem(attributes: $0.value.attributes, state: .ok)) }
+        }
+    }
+
+    func add(_ secret: SecureBytes, attributes: ItemAttributes,
+             replace: Bool) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference]) {
+        try Self.validate(attributes, secret)
+        return try state.withLock { (state) throws(KeychainError) in
+            var replaced: [ItemReference] = []
+            if replace {
+                let set = attributes.effectiveSearchAttributes
+                let named = set["service"] == attributes.service && set["account"] == attributes.account
+                for (id, item) in state.items where item.attributes.effectiveSearchAttributes == set
+                    || (named && item.attributes.service == attributes.service && item.attributes.account == attributes.account) {
+                    state.items[id] = nil
+                    replaced.append(ItemReference(id: id))
+                }
+            }
+            return (try Self.insert(&state, attributes, secret), replaced.sorted { $0.id < $1.id })
+        }
+    }
+
+    func item(_ reference: ItemReference) async throws(KeychainError) -> ReferencedItem {
+        ReferencedItem(reference: reference, item: ListedItem(attributes: try stored(reference).attributes, state: .ok))
+    }
+
+    func openAccess(_ reference: ItemReference) async throws(KeychainError) -> AccessControl {
+        try stored(reference).attributes.access
+    }
+
+    func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+        let item = try stored(reference)
+        guard item.attributes.access.flags.isEmpty || grant != nil else { throw .interactionNotAllowed }
+        return item.secret
+    }
+
+    func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
+                contentType: String??, grant: (any EngineGrant)?) async throws(KeychainError) {
+        let renames = searchAttributes.map { new in
+            (try? stored(reference)).map { new["service", default: $0.attributes.service] != $0.attributes.service
+                || new["account", default: $0.attributes.account] != $0.attributes.account } ?? false
+        } ?? false
+        try change(reference, secret: secret, grant: grant, needsGrant: renames) { item in
+            if let label { item.attributes.label = label }
+            if let contentType { item.attributes.contentType = contentType }
+            if let searchAttributes {
+                item.attributes.searchAttributes = searchAttributes
+                if let service = searchAttributes["service"] { item.attributes.service = service }
+                if let account = searchAttributes["account"] { item.attributes.account = account }
+            }
+        }
+    }
+
+    func delete(_ reference: ItemReference) async throws(KeychainError) {
+        try state.withLock { (state) throws(KeychainError) in
+            guard state.items.removeValue(forKey: reference.id) != nil else { throw .itemNotFound }
+        }
+    }
+
+    /// Changes item `reference`; a new secret (or `needsGrant`) needs a
+    /// grant unless the item's access is `none`.
+    private func change(_ reference: ItemReference, secret: SecureBytes?, grant: (any EngineGrant)?, needsGrant: Bool = false,
+                        _ body: (inout Item) -> Void) throws(KeychainError) {
+        var item = try stored(reference)
+        if secret != nil || needsGrant {
+            guard item.attributes.access.flags.isEmpty || grant != nil else { throw .interactionNotAllowed }
+        }
+        if let secret { item.secret = secret }
+        body(&item)
+        item.attributes.modified = Date()
+        try Self.validate(item.attributes, item.secret)
+        let updated = item
+        try state.withLock { (state) throws(KeychainError) in
+            guard state.items[reference.id] != nil else { throw .itemNotFound }
+            state.items[reference.id] = updated
+        }
+    }
+
+    private func stored(_ reference: ItemReference) throws(KeychainError) -> Item {
+        guard let item = state.withLock({ $0.items[reference.id] }) else { throw .itemNotFound }
         return item
+    }
+
+    private func id(_ service: String, _ account: String) throws(KeychainError) -> Int64 {
+        guard let id = state.withLock({ Self.id($0.items, service, account) }) else { throw .itemNotFound }
+        return id
+    }
+
+    private func item(named service: String, _ account: String) throws(KeychainError) -> Item {
+        try stored(ItemReference(id: try id(service, account)))
     }
 
     private static func validate(_ attributes: ItemAttributes, _ secret: SecureBytes) throws(KeychainError) {
@@ -205,8 +300,9 @@ final class InMemoryEngine: Engine {
         where value.utf8.count > Keychain.maximumFieldSize {
             throw .invalidItem("the \(name) is longer than \(Keychain.maximumFieldSize) bytes")
         }
-        guard (1...Keychain.maximumSecretSize).contains(secret.count) else {
-            throw .invalidItem("a secret is 1 byte to 1 MiB, not \(secret.count) bytes")
+        let smallest = attributes.searchAttributes == nil ? 1 : 0
+        guard (smallest...Keychain.maximumSecretSize).contains(secret.count) else {
+            throw .invalidItem("a secret is \(smallest) byte\(smallest == 1 ? "" : "s") to 1 MiB, not \(secret.count) bytes")
         }
     }
 }

@@ -9,7 +9,7 @@ extension Vault {
     /// malformed input is `corrupted`, never a trap (fuzzed:
     /// fuzz/ItemRecord.swift).
     static func decodeAttributes(_ plain: UnsafeRawBufferPointer) throws -> ItemAttributes {
-        if plain.first == AttributeCodec.format {
+        if AttributeCodec.isBinary(plain.first) {
             guard let attributes = AttributeCodec.decode(plain) else {
                 throw VaultError.corrupted("an item's attributes do not parse")
             }

@@ -2,7 +2,7 @@
 /// version; each migration moves it up by one inside a transaction. A
 /// database newer than this code is refused, never touched.
 enum Schema {
-    static let current = 4
+    static let current = 5
 
     /// Migration `i` takes the schema from version i to i + 1, inside the
     /// transaction that also sets the new version.
@@ -11,6 +11,7 @@ enum Schema {
         moveWrapsIntoItems,
         { try $0.execute(addCipherColumn) },
         { try $0.execute(countersAndFingers) },
+        { try $0.execute(itemReferences) },
     ]
 
     /// 0 -> 1: the first release.
@@ -87,6 +88,35 @@ enum Schema {
             generation INTEGER PRIMARY KEY,  -- the enrolment counter value this set is for
             sealed     BLOB NOT NULL         -- AEAD(fingers key, reader, prints, domain state); the AD binds the generation
         );
+        """
+
+    /// 4 -> 5: items the Secret Service reaches by reference and by
+    /// attributes (docs/vault.md, "Attributes"). Ids are never reused (an
+    /// item's D-Bus path is its id); a name may repeat (a Secret Service
+    /// client may store items with equal attributes; a read by name takes
+    /// the newest); each item's attribute pairs are keyed hashes in
+    /// `attributes`, filled when the vault is next opened (the key is not
+    /// here: a migration changes the database only).
+    static let itemReferences = """
+        CREATE TABLE items_v5 (
+            id       INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused: the Secret Service's item path
+            lookup   BLOB NOT NULL,                     -- keyed hash of (service, account); newest wins a read by name
+            metadata BLOB NOT NULL,
+            secret   BLOB NOT NULL,
+            keys     BLOB NOT NULL DEFAULT x'',
+            cipher   INTEGER NOT NULL DEFAULT 1
+        );
+        INSERT INTO items_v5(id, lookup, metadata, secret, keys, cipher)
+            SELECT id, lookup, metadata, secret, keys, cipher FROM items;
+        DROP TABLE items;
+        ALTER TABLE items_v5 RENAME TO items;
+        CREATE INDEX items_by_lookup ON items(lookup, id);
+        CREATE TABLE attributes (
+            item_id INTEGER NOT NULL REFERENCES items(id) ON DELETE CASCADE,
+            pair    BLOB NOT NULL,                      -- keyed hash of (name, value) under the attribute key
+            PRIMARY KEY (pair, item_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX attributes_by_item ON attributes(item_id);
         """
 
     static func migrate(_ db: SQLiteDatabase) throws {

@@ -16,7 +16,7 @@ extension Vault {
             // A binary record that decodes encodes back to a record that
             // decodes to the same attributes (dates aside: Foundation keeps
             // them relative to 2001, so their last bit may move).
-            if bytes.first == AttributeCodec.format {
+            if AttributeCodec.isBinary(bytes.first) {
                 var again = AttributeCodec.encode(attributes).withUnsafeBytes { AttributeCodec.decode($0) }
                 again?.created = attributes.created
                 again?.modified = attributes.modified

@@ -107,6 +107,12 @@ extension Vault {
     /// `itemInvalidated` when none is left.
     package func openAccess(service: String, account: String) throws -> AccessControl {
         let (item, attributes) = try load(service: service, account: account)
+        return try openAccess(item, attributes)
+    }
+
+    /// The ways in of a loaded item that are still open.
+    func openAccess(_ item: StoredItem, _ attributes: ItemAttributes) throws -> AccessControl {
+        let (service, account) = (attributes.service, attributes.account)
         let classKeys = try classKeys()
         let wraps = try wraps(of: item)
         // The generation the vault's set is for, from the database: which

@@ -5,7 +5,8 @@ extension Vault {
         try !db.rows("SELECT 1 FROM items WHERE lookup = ?", [.blob(lookup)]) { _ in true }.isEmpty
     }
 
-    static let rowByLookup = "SELECT id, metadata, secret, keys, cipher FROM items WHERE lookup = ?"
+    /// The newest row of a name (a Secret Service client may store several).
+    static let rowByLookup = "SELECT id, metadata, secret, keys, cipher FROM items WHERE lookup = ? ORDER BY id DESC LIMIT 1"
 
     /// The item stored under `lookup` (one row: its keys record is in it).
     func row(lookup: [UInt8]) throws -> StoredItem? {
@@ -20,15 +21,17 @@ extension Vault {
         try db.rows("SELECT \(Self.itemColumns) FROM items ORDER BY id", [], Self.storedItem)
     }
 
-    /// Adds a new item's row (duplicateItem if another process just added
-    /// one by the same name).
-    func insert(_ lookup: [UInt8], _ metadata: [UInt8], _ secret: [UInt8], _ keys: [UInt8],
-                _ cipher: RecordCipher) throws {
-        try db.transaction {
-            if try exists(lookup: lookup) { throw VaultError.duplicateItem }
-            try db.query("INSERT INTO items(lookup, metadata, secret, keys, cipher) VALUES(?, ?, ?, ?, ?)",
-                         [.blob(lookup), .blob(metadata), .blob(secret), .blob(keys), .integer(cipher.rawValue)])
-        }
+    /// Adds a new item's row; returns its id. Called inside the add's
+    /// transaction, which checks for duplicates first.
+    func insert(_ row: NewRow) throws -> Int64 {
+        try db.query("INSERT INTO items(lookup, metadata, secret, keys, cipher) VALUES(?, ?, ?, ?, ?)",
+                     [.blob(row.lookup), .blob(row.metadata), .blob(row.secret), .blob(row.keys), .integer(row.cipher.rawValue)])
+        return db.lastInsertRowID
+    }
+
+    /// The row of item `id`.
+    func row(id: Int64) throws -> StoredItem? {
+        try db.firstRow("SELECT \(Self.itemColumns) FROM items WHERE id = ?", [.integer(id)], Self.storedItem)
     }
 
     /// Writes an item's new records over the row `item` was read from. The

@@ -8,32 +8,84 @@ extension Vault {
     // MARK: - Add
 
     /// Stores a new item. Needs no authentication (as SecItemAdd); the
-    /// passcode must be set for any access other than `none`.
+    /// passcode must be set for any access other than `none`. An item of
+    /// that service and account already there is `duplicateItem`.
     package func add(_ secret: SecureBytes, attributes: ItemAttributes) throws {
+        _ = try add(secret, attributes: attributes, rule: .refuseDuplicateName)
+    }
+
+    /// What an add does about items already there.
+    package enum AddRule: Sendable {
+        /// `duplicateItem` when an item has the service and account (the
+        /// CLI's and the Keychain API's add).
+        case refuseDuplicateName
+        /// Adds beside them (a Secret Service CreateItem without replace).
+        case keepOthers
+        /// Replaces the items whose attribute set equals this one's and,
+        /// when the set names a service and an account, the items of that
+        /// service and account (CreateItem with replace): one transaction.
+        case replaceEqual
+    }
+
+    /// Stores a new item under `rule`; returns its reference and those of
+    /// the items it replaced. An item with a search attribute set (a Secret
+    /// Service item) may hold an empty secret.
+    package func add(_ secret: SecureBytes, attributes: ItemAttributes,
+                     rule: AddRule) throws -> (ItemReference, replaced: [ItemReference]) {
         try validate(attributes)
         try requireWritable()
-        guard (1...Self.maximumSecretSize).contains(secret.count) else {
-            throw VaultError.invalidInput("a secret is 1 byte to 1 MiB, not \(secret.count) bytes")
+        let row = try makeRow(secret, attributes)
+        return try db.transaction {
+            var replaced: [Int64] = []
+            switch rule {
+            case .refuseDuplicateName:
+                if try exists(lookup: row.lookup) { throw VaultError.duplicateItem }
+            case .keepOthers:
+                break
+            case .replaceEqual:
+                replaced = try equalItems(attributes)
+                for id in replaced { try db.query("DELETE FROM items WHERE id = ?", [.integer(id)]) }
+            }
+            let id = try insert(row)
+            try indexAttributes(id, attributes)
+            return (ItemReference(id: id), replaced.map(ItemReference.init(id:)))
+        }
+    }
+
+    /// A new item's row, its item key wrapped to the class keys its access
+    /// names (no authentication: sealed boxes to their public keys).
+    struct NewRow {
+        let lookup: [UInt8]
+        let metadata: [UInt8]
+        let secret: [UInt8]
+        let keys: [UInt8]
+        let cipher: RecordCipher
+    }
+
+    func makeRow(_ secret: SecureBytes, _ attributes: ItemAttributes) throws -> NewRow {
+        let smallest = attributes.searchAttributes == nil ? 1 : 0
+        guard (smallest...Self.maximumSecretSize).contains(secret.count) else {
+            throw VaultError.invalidInput("a secret is \(smallest) byte\(smallest == 1 ? "" : "s") to 1 MiB, not \(secret.count) bytes")
         }
         if attributes.accessibility == .whenPasscodeSetThisDeviceOnly || !attributes.access.flags.isEmpty {
             guard isPasscodeSet else { throw VaultError.passcodeNotSet }
         }
         let lookup = lookupHash(service: attributes.service, account: attributes.account)
-        if try exists(lookup: lookup) { throw VaultError.duplicateItem }
-
         let cipher = recordCipher
+        let ad = Self.secretAD(lookup: lookup, access: attributes.access)
         // Access `none`: the secret is sealed to the device key itself, which
         // is in memory whenever the vault is open (an item key wrapped to it
         // would protect nothing more); its one way in has no wrapped key.
         if attributes.access.flags.isEmpty {
-            let secretBox = try deviceKeys.key(cipher).seal(secret, ad: Self.secretAD(lookup: lookup, access: attributes.access))
+            let secretBox = try deviceKeys.key(cipher).seal(secret, ad: ad)
             let keys = WrapCodec.encode([Wrap(alternative: 0, classKeyIDs: [ClassKey.deviceID], wrapped: [])])
-            return try insert(lookup, try sealMetadata(attributes, cipher), secretBox, keys, cipher)
+            return NewRow(lookup: lookup, metadata: try sealMetadata(attributes, cipher), secret: secretBox, keys: keys, cipher: cipher)
         }
         let itemKey = SecureBytes.random(count: Crypto.keySize)
         let wraps = try wrap(itemKey, for: attributes.access)
-        let secretBox = try Self.itemAEAD(itemKey, cipher).seal(secret, ad: Self.secretAD(lookup: lookup, access: attributes.access))
-        try insert(lookup, try sealMetadata(attributes, cipher), secretBox, WrapCodec.encode(wraps), cipher)
+        let secretBox = try Self.itemAEAD(itemKey, cipher).seal(secret, ad: ad)
+        return NewRow(lookup: lookup, metadata: try sealMetadata(attributes, cipher), secret: secretBox,
+                      keys: WrapCodec.encode(wraps), cipher: cipher)
     }
 
     func validate(_ a: ItemAttributes) throws {
@@ -46,6 +98,15 @@ extension Vault {
             }
         }
         guard (a.generic?.count ?? 0) <= Self.maximumSecretSize else { throw VaultError.invalidInput("generic data over 1 MiB") }
+        if let set = a.searchAttributes {
+            guard set.count <= AttributeCodec.maximumAttributeCount else {
+                throw VaultError.invalidInput("an item has at most \(AttributeCodec.maximumAttributeCount) attributes, not \(set.count)")
+            }
+            for (name, value) in set where name.utf8.count > Self.maximumFieldSize || value.utf8.count > Self.maximumFieldSize {
+                throw VaultError.invalidInput("an attribute's name or value is longer than \(Self.maximumFieldSize) bytes")
+            }
+        }
+        guard (a.contentType?.utf8.count ?? 0) <= 255 else { throw VaultError.invalidInput("the content type is longer than 255 bytes") }
     }
 
     // MARK: - Read
@@ -193,12 +254,12 @@ extension Vault {
         try rewrite(item, metadata: try sealMetadata(attributes, Self.cipher(of: item)), secret: secretBox)
     }
 
-    /// Deletes the item (no authentication, as SecItemDelete). A corrupted
-    /// item can be deleted too.
+    /// Deletes the item (no authentication, as SecItemDelete): of several
+    /// of that name, the newest. A corrupted item can be deleted too.
     package func delete(service: String, account: String) throws {
         try requireWritable()
         let lookup = lookupHash(service: service, account: account)
-        try db.query("DELETE FROM items WHERE lookup = ?", [.blob(lookup)])
+        try db.query("DELETE FROM items WHERE id = (SELECT id FROM items WHERE lookup = ? ORDER BY id DESC LIMIT 1)", [.blob(lookup)])
         if db.changes == 0 {
             _ = try load(service: service, account: account)  // corrupted or not found: says which
             throw VaultError.itemNotFound
@@ -210,22 +271,12 @@ extension Vault {
     /// Every item's attributes and state, without authentication and without
     /// any secret. One bad record is listed as corrupted; the rest are listed.
     package func list(service: String? = nil) throws -> [ListedItem] {
-        let classKeys = try classKeys()
-        // The TPM's enrolment counter is read only when a current-set key is there.
-        let generation = classKeys.values.contains { $0.kind == .biometryCurrentSet } ? try enrollmentGeneration() : nil
+        let states = try StateReader(self)
         var out: [ListedItem] = []
         for item in try allRows() {
-            guard let attributes = try? openMetadata(item) else {
-                if service == nil { out.append(ListedItem(attributes: nil, state: .corrupted)) }
-                continue
-            }
-            if let service, attributes.service != service { continue }
-            guard let wraps = try? self.wraps(of: item), Self.ways(wraps, match: attributes.access) else {
-                out.append(ListedItem(attributes: attributes, state: .corrupted))
-                continue
-            }
-            let open = wraps.contains { Self.isOpen($0, classKeys, generation) }
-            out.append(ListedItem(attributes: attributes, state: open ? .ok : .invalidated))
+            let listed = states.listed(item)
+            if let service, listed.attributes?.service != service { continue }
+            out.append(listed)
         }
         return out
     }

@@ -28,6 +28,8 @@ package final class Vault: @unchecked Sendable {
     /// and the AES-256-GCM one, ready for use).
     let metadataKey: SecureBytes
     let lookupKey: SecureBytes
+    /// Keys the hashes of items' attribute pairs (`attributes`).
+    let attributeKey: SecureBytes
     /// The device key: seals the secrets of access `none` (rows before
     /// schema 3: wraps their item keys). It is in memory whenever the vault
     /// is open, so an item key or a public-key box would protect nothing
@@ -90,6 +92,7 @@ package final class Vault: @unchecked Sendable {
         let root = try Self.rootKey(db, tpm)
         metadataKey = Crypto.subkey(root, "metadata")
         lookupKey = Crypto.subkey(root, "lookup")
+        attributeKey = Crypto.subkey(root, "attribute")
         deviceKey = Crypto.subkey(root, "device-wrap")
         metadataKeys = CipherKeys(root: root, purpose: "metadata", xchacha: metadataKey)
         deviceKeys = CipherKeys(root: root, purpose: "device-wrap", xchacha: deviceKey)
@@ -99,6 +102,7 @@ package final class Vault: @unchecked Sendable {
         domainStateKey = Crypto.subkey(root, "domain-state")
         try upgradeFromFirstScheme()
         try completePendingIncrements()
+        try indexAttributesIfNeeded()
     }
 
     /// Whether the vault was opened read-only (its folder is on a read-only

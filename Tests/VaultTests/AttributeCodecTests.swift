@@ -77,7 +77,7 @@ struct AttributeCodecTests {
     static func damage(_ name: String, _ b: inout [UInt8]) {
         let o = accessOffset
         switch name {
-        case "unknown format byte": b[0] = 0x03
+        case "unknown format byte": b[0] = 0x04
         case "optional marker other than 0 or 1": b[10] = 2
         case "length beyond the record": b[1] = 0xff
         case "invalid UTF-8 in the service": b[5] = 0xff
@@ -149,5 +149,35 @@ struct AttributeCodecTests {
         #expect(plain.withUnsafeBytes { $0.first } == AttributeCodec.format)
         #expect(try vault.attributes(service: "s", account: "legacy").label == "M")
         #expect(string(try vault.secret(service: "s", account: "legacy", proof: passcode)) == "old")
+    }
+
+    @Test("a Secret Service attribute set and content type round-trip in format 0x03; out-of-order or repeated names are refused")
+    func extendedFormat() throws {
+        var attributes = Self.sample(.biometryAny, full: true)
+        attributes.searchAttributes = ["xdg:schema": "org.example", "a": "", "é": "ü", "": "empty name"]
+        attributes.contentType = "application/octet-stream"
+        let encoded = AttributeCodec.encode(attributes)
+        #expect(encoded.first == AttributeCodec.extendedFormat)
+        #expect(try encoded.withUnsafeBytes { try Vault.decodeAttributes($0) } == attributes)
+        for (set, type) in [([String: String](), nil), (nil, "text/html")] as [([String: String]?, String?)] {
+            attributes.searchAttributes = set
+            attributes.contentType = type
+            #expect(AttributeCodec.encode(attributes).withUnsafeBytes { AttributeCodec.decode($0) } == attributes)
+        }
+        // Without either, the record is format 0x02 as before.
+        attributes.searchAttributes = nil
+        attributes.contentType = nil
+        #expect(AttributeCodec.encode(attributes).first == AttributeCodec.format)
+        // Two pairs swapped: the names out of order.
+        attributes.searchAttributes = ["a": "1", "b": "2"]
+        var swapped = AttributeCodec.encode(attributes)
+        let tail = swapped.count - 2 * (4 + 1 + 4 + 1)
+        let first = Array(swapped[tail..<tail + 10]), second = Array(swapped[tail + 10..<tail + 20])
+        swapped.replaceSubrange(tail..<tail + 20, with: second + first)
+        #expect(swapped.withUnsafeBytes { AttributeCodec.decode($0) } == nil)
+        var repeated = AttributeCodec.encode(attributes)
+        repeated.replaceSubrange(tail + 10..<tail + 20, with: first)
+        #expect(repeated.withUnsafeBytes { AttributeCodec.decode($0) } == nil)
+        #expect(AttributeCodec.encode(attributes).withUnsafeBytes { AttributeCodec.decode($0) } == attributes)
     }
 }

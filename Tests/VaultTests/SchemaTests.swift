@@ -45,8 +45,9 @@ struct SchemaTests {
         #expect(WrapCodec.deviceWrap(in: device + [0]) == nil)                                // extended
     }
 
-    /// What schema 4 added (the class keys' counter generations and
-    /// biometry-any's passcode blob, the fingers' records), taken out so
+    /// What schemas 4 and 5 added (the class keys' counter generations and
+    /// biometry-any's passcode blob, the fingers' records; the attribute
+    /// index), taken out so
     /// that an older layout of the items can be made from a vault of
     /// today, and put back once the migrations re-added the columns. The
     /// TPM's part of schema 4 (the counters, the keys sealed to them) is
@@ -63,6 +64,8 @@ struct SchemaTests {
             }
             let fingers = try db.rows("SELECT generation, sealed FROM fingers", []) { ($0.integer(0), $0.blob(1)) }
             try db.execute("ALTER TABLE class_keys DROP COLUMN generation; ALTER TABLE class_keys DROP COLUMN passcode_sealed; DROP TABLE fingers")
+            // Schema 5's: the attribute index (filled again when the vault is next opened).
+            try db.execute("DROP TABLE attributes; DROP INDEX items_by_lookup; DELETE FROM meta WHERE key = '\(Vault.attributesIndexedKey)'")
             return Schema4Parts(classKeys: keys, fingers: fingers)
         }
 

@@ -249,6 +249,49 @@ package actor DaemonEngine: Engine {
         return attributes
     }
 
+    // MARK: - Items by reference
+
+    package func search(_ query: [String: String]) async throws(KeychainError) -> [ReferencedItem] {
+        guard case .referenced(let items) = try await keychain(.search(query: query)).0 else { throw .daemon(unexpected(.none)) }
+        return items
+    }
+
+    package func add(_ secret: SecureBytes, attributes: ItemAttributes,
+                     replace: Bool) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference]) {
+        let (result, _) = try await keychain(.addItem(attributes: attributes, replace: replace), secrets: [secret])
+        guard case .added(let reference, let replaced) = result else { throw .daemon(unexpected(result)) }
+        return (reference, replaced)
+    }
+
+    package func item(_ reference: ItemReference) async throws(KeychainError) -> ReferencedItem {
+        let (result, _) = try await keychain(.item(reference))
+        guard case .referenced(let items) = result, items.count == 1 else { throw .daemon(unexpected(result)) }
+        return items[0]
+    }
+
+    package func openAccess(_ reference: ItemReference) async throws(KeychainError) -> AccessControl {
+        guard case .access(let access) = try await keychain(.openItemAccess(reference)).0 else { throw .daemon(unexpected(.none)) }
+        return access
+    }
+
+    package func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+        let (result, secrets) = try await keychain(.itemSecret(reference, grant: try grantID(grant)))
+        guard case .secret = result, secrets.count == 1 else { throw .daemon(unexpected(result)) }
+        return secrets[0]
+    }
+
+    package func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
+                        contentType: String??, grant: (any EngineGrant)?) async throws(KeychainError) {
+        let call = DaemonCall.updateItem(reference, newSecret: secret != nil, label: label.map { FieldChange($0) },
+                                         searchAttributes: searchAttributes, contentType: contentType.map { FieldChange($0) },
+                                         grant: try grantID(grant))
+        _ = try await keychain(call, secrets: secret.map { [$0] } ?? [])
+    }
+
+    package func delete(_ reference: ItemReference) async throws(KeychainError) {
+        _ = try await keychain(.deleteItem(reference))
+    }
+
     /// A grant's id on this connection; a grant of another engine proves
     /// nothing here.
     private func grantID(_ grant: (any EngineGrant)?) throws(KeychainError) -> UInt64? {

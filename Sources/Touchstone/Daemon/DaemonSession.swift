@@ -244,6 +244,25 @@ final class DaemonSession: Sendable {
             return done(.items(try await engine.items(service: service)))
         case .attributes(let service, let account):
             return done(.attributes(try await engine.attributes(service: service, account: account)))
+        case .search(let query):
+            return done(.referenced(try await engine.search(query)))
+        case .addItem(let attributes, let replace):
+            let (reference, replaced) = try await engine.add(secrets[0], attributes: attributes, replace: replace)
+            return done(.added(reference, replaced: replaced))
+        case .item(let reference):
+            return done(.referenced([try await engine.item(reference)]))
+        case .openItemAccess(let reference):
+            return done(.access(try await engine.openAccess(reference)))
+        case .itemSecret(let reference, let grant):
+            return done(.secret, [try await engine.secret(reference, grant: try self.grant(grant))])
+        case .updateItem(let reference, let newSecret, let label, let searchAttributes, let contentType, let grant):
+            try await engine.update(reference, secret: newSecret ? secrets[0] : nil, label: label.map(\.value),
+                                    searchAttributes: searchAttributes, contentType: contentType.map(\.value),
+                                    grant: try self.grant(grant))
+            return done(.none)
+        case .deleteItem(let reference):
+            try await engine.delete(reference)
+            return done(.none)
         case .importFingers(let driver, let deviceID, let fingers):
             guard fingers.count <= 10, Set(fingers).count == fingers.count else {
                 throw DeviceError.invalidPasscode("an import carries at most ten fingers, each once")
@@ -400,7 +419,8 @@ final class DaemonSession: Sendable {
     /// An engine error as the outcome the call's engine method throws.
     private static func outcome(_ error: any Error, for call: DaemonCall) -> DaemonOutcome {
         let kind: EngineErrorKind = switch call {
-        case .add, .openAccess, .secret, .getSecret, .update, .delete, .items, .attributes: .keychain
+        case .add, .openAccess, .secret, .getSecret, .update, .delete, .items, .attributes,
+             .search, .addItem, .item, .openItemAccess, .itemSecret, .updateItem, .deleteItem: .keychain
         case .availability, .domainState, .authenticate: .authentication
         default: .device
         }

@@ -59,6 +59,20 @@ package protocol Engine: AnyObject, Sendable {
     func delete(service: String, account: String) async throws(KeychainError)
     func items(service: String?) async throws(KeychainError) -> [ListedItem]
     func attributes(service: String, account: String) async throws(KeychainError) -> ItemAttributes
+
+    // MARK: Items by reference (the Secret Service)
+
+    /// Items whose attribute set holds every pair of `query` (empty: all).
+    func search(_ query: [String: String]) async throws(KeychainError) -> [ReferencedItem]
+    /// Adds beside equal items, or (`replace`) in their place.
+    func add(_ secret: SecureBytes, attributes: ItemAttributes,
+             replace: Bool) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference])
+    func item(_ reference: ItemReference) async throws(KeychainError) -> ReferencedItem
+    func openAccess(_ reference: ItemReference) async throws(KeychainError) -> AccessControl
+    func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes
+    func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
+                contentType: String??, grant: (any EngineGrant)?) async throws(KeychainError)
+    func delete(_ reference: ItemReference) async throws(KeychainError)
 }
 
 /// What an engine proved in one authentication, as it presents it again:

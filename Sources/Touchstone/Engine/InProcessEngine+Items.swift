@@ -70,6 +70,43 @@ extension InProcessEngine {
         try await keychain { try vault.attributes(service: service, account: account) }
     }
 
+    // MARK: By reference
+
+    package func search(_ query: [String: String]) async throws(KeychainError) -> [ReferencedItem] {
+        try await keychain { try vault.search(query) }
+    }
+
+    package func add(_ secret: SecureBytes, attributes: ItemAttributes,
+                     replace: Bool) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference]) {
+        try await keychain { try vault.add(secret, attributes: attributes, rule: replace ? .replaceEqual : .keepOthers) }
+    }
+
+    package func item(_ reference: ItemReference) async throws(KeychainError) -> ReferencedItem {
+        try await keychain { try vault.item(reference) }
+    }
+
+    package func openAccess(_ reference: ItemReference) async throws(KeychainError) -> AccessControl {
+        try await keychain { try vault.openAccess(reference) }
+    }
+
+    package func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+        let proof = try Self.proof(grant)
+        return try await keychain { try vault.secret(reference, proof: proof) }
+    }
+
+    package func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
+                        contentType: String??, grant: (any EngineGrant)?) async throws(KeychainError) {
+        let proof = try Self.proof(grant)
+        try await keychain {
+            try vault.update(reference, secret: secret, label: label, searchAttributes: searchAttributes,
+                             contentType: contentType, proof: proof)
+        }
+    }
+
+    package func delete(_ reference: ItemReference) async throws(KeychainError) {
+        try await keychain { try vault.delete(reference) }
+    }
+
     /// The vault proof of a grant: none without one; a grant of another
     /// engine proves nothing here.
     private static func proof(_ grant: (any EngineGrant)?) throws(KeychainError) -> VaultProof {

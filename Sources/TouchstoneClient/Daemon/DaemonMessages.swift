@@ -42,6 +42,17 @@ package enum DaemonCall: Codable, Sendable, Hashable {
     /// attached). Every failure is a `.keychain` outcome, as the three
     /// calls' failures read on the client.
     case getSecret(service: String, account: String, reason: String, touchTimeoutMilliseconds: Int)
+    /// Items by reference (the Secret Service).
+    case search(query: [String: String])
+    /// Secrets: the item's secret.
+    case addItem(attributes: ItemAttributes, replace: Bool)
+    case item(ItemReference)
+    case openItemAccess(ItemReference)
+    case itemSecret(ItemReference, grant: UInt64?)
+    /// Secrets: the new secret, when `newSecret`.
+    case updateItem(ItemReference, newSecret: Bool, label: FieldChange<String>?, searchAttributes: [String: String]?,
+                    contentType: FieldChange<String>?, grant: UInt64?)
+    case deleteItem(ItemReference)
 
     /// A short name for the daemon's log (no item names, no secrets).
     package var name: String {
@@ -66,15 +77,22 @@ package enum DaemonCall: Codable, Sendable, Hashable {
         case .attributes: "attributes"
         case .importFingers: "import-fingers"
         case .getSecret: "get"
+        case .search: "search"
+        case .addItem: "add"
+        case .item: "item"
+        case .openItemAccess: "open-access"
+        case .itemSecret: "get"
+        case .updateItem: "update"
+        case .deleteItem: "delete"
         }
     }
 
     /// How many secrets the call carries.
     package var secretCount: ClosedRange<Int> {
         switch self {
-        case .setPasscode, .removePasscode, .enroll, .unenroll, .add: 1...1
+        case .setPasscode, .removePasscode, .enroll, .unenroll, .add, .addItem: 1...1
         case .changePasscode: 2...2
-        case .update(_, _, let newSecret, _, _, _, _): newSecret ? 1...1 : 0...0
+        case .update(_, _, let newSecret, _, _, _, _), .updateItem(_, let newSecret, _, _, _, _): newSecret ? 1...1 : 0...0
         case .importFingers(_, _, let fingers): (1 + fingers.count)...(1 + fingers.count)
         default: 0...0
         }
@@ -116,6 +134,8 @@ package enum DaemonResult: Codable, Sendable {
     case attributes(ItemAttributes)
     /// The secret is the response's first secret.
     case secret
+    case referenced([ReferencedItem])
+    case added(ItemReference, replaced: [ItemReference])
 }
 
 /// The response frame's control part.

@@ -1,0 +1,95 @@
+import Foundation
+
+/// Items by reference and by attribute set: what the Secret Service
+/// provider (`touchstone secret-service`) serves, for any app that wants
+/// SecItemCopyMatching's "every item with these attributes".
+///
+/// An item's attribute set is arbitrary text pairs; its `service` and
+/// `account` pairs, when it has them, are the item's service and account
+/// (the CLI's). An item without them gets a service from its `xdg:schema`
+/// (else `secret-service`) and an account of its own (`item-` and 16 hex
+/// digits), which the CLI shows and which its set does not hold. Several
+/// items may have equal sets (a read by name takes the newest). Sets are
+/// stored encrypted; searches go through keyed hashes of each pair.
+extension Keychain {
+    /// The most pairs an attribute set holds.
+    public static let maximumAttributeCount = 64
+
+    /// Items whose attribute set holds every pair of `query` (an empty
+    /// query: every item), oldest first. No authentication, no secret.
+    public func items(matching query: [String: String]) async throws(KeychainError) -> [ReferencedItem] {
+        try await engine.search(query)
+    }
+
+    /// Adds an item with attribute set `attributes` (no authentication).
+    /// `replace`: the items with an equal set, and when the set names a
+    /// service and an account the items of that name, go in the same
+    /// step; otherwise the new item goes beside them. Returns the new
+    /// item's reference and the replaced ones. The secret may be empty.
+    public func add(_ secret: some ContiguousBytes, attributes: [String: String], label: String? = nil,
+                    contentType: String? = nil, access: AccessControl = .userPresence, replace: Bool = false,
+                    accessibility: Accessibility = .whenUnlockedThisDeviceOnly) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference]) {
+        let item = ItemAttributes(service: attributes["service"] ?? attributes["xdg:schema"] ?? "secret-service",
+                                  account: attributes["account"] ?? Self.ownAccount(),
+                                  label: label, access: access, accessibility: accessibility,
+                                  searchAttributes: attributes, contentType: contentType)
+        let copy = SecureBytes.wiping(secret)
+        return try await engine.operation { () async throws(KeychainError) in
+            try await engine.add(copy, attributes: item, replace: replace)
+        }
+    }
+
+    /// An account of its own for an item whose set names none.
+    static func ownAccount() -> String {
+        "item-" + SecureBytes.random(count: 8).withUnsafeBytes { $0.map { String(format: "%02x", $0) }.joined() }
+    }
+
+    /// One item's attributes and state (no authentication).
+    public func item(_ reference: ItemReference) async throws(KeychainError) -> ReferencedItem {
+        try await engine.item(reference)
+    }
+
+    /// The item's ways in that are still open (`itemInvalidated` when none is).
+    public func openAccess(_ reference: ItemReference) async throws(KeychainError) -> AccessControl {
+        try await engine.openAccess(reference)
+    }
+
+    /// The item's secret, authenticating through `context` as `get(service:account:)` does.
+    public func get(_ reference: ItemReference, context: (any BiometricAuthenticating)? = nil,
+                    reason: String) async throws(KeychainError) -> SecureBytes {
+        try await engine.operation { () async throws(KeychainError) in
+            let grant = try await grant(for: engine.openAccess(reference), context: context, reason: reason)
+            return try await engine.secret(reference, grant: grant)
+        }
+    }
+
+    /// Changes an item in place: the label, the attribute set (its
+    /// `service` and `account` become the item's), the content type, the
+    /// secret. A new secret, service or account authenticates through
+    /// `context` as a read does; the rest needs nothing. Nil leaves a field.
+    public func update(_ reference: ItemReference, secret: (some ContiguousBytes)? = Data?.none, label: String?? = nil,
+                       attributes: [String: String]? = nil, contentType: String?? = nil,
+                       context: (any BiometricAuthenticating)? = nil, reason: String) async throws(KeychainError) {
+        let copy = secret.map { SecureBytes.wiping($0) }
+        try await engine.operation { () async throws(KeychainError) in
+            var grant: (any EngineGrant)?
+            let current = try await engine.item(reference)
+            if copy != nil || Self.renames(current, attributes) {
+                grant = try await self.grant(for: engine.openAccess(reference), context: context, reason: reason)
+            }
+            try await engine.update(reference, secret: copy, label: label, searchAttributes: attributes,
+                                    contentType: contentType, grant: grant)
+        }
+    }
+
+    /// Whether a new set changes the item's service or account.
+    private static func renames(_ current: ReferencedItem, _ set: [String: String]?) -> Bool {
+        guard let set, let old = current.item.attributes else { return false }
+        return set["service", default: old.service] != old.service || set["account", default: old.account] != old.account
+    }
+
+    /// Deletes the item (no authentication).
+    public func delete(_ reference: ItemReference) async throws(KeychainError) {
+        try await engine.delete(reference)
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Touchstone
+import TouchstoneDBus
+
+/// Prompts: the one place the provider waits for the person. Unlock makes
+/// one (exported at /org/freedesktop/secrets/prompt/N) and returns at
+/// once; the client calls Prompt() (answered at once too) and waits for
+/// Completed, which comes after the touch, the passcode, a failure (a
+/// stranger's finger, a lockout: dismissed), Dismiss(), or the client
+/// leaving the bus.
+extension SecretServiceProvider {
+    /// A prompt made by Unlock and not completed yet.
+    struct PendingPrompt: Sendable {
+        let path: String
+        /// The client that may run it (the one that called Unlock).
+        let owner: String
+        let items: [(reference: ItemReference, label: String)]
+        var registration: [UInt32] = []
+        var task: Task<Void, Never>?
+    }
+
+    func makePrompt(for client: String, items: [(ItemReference, String)]) async -> Result<String, DBusError> {
+        let path = state.withLock { state -> String in
+            defer { state.nextPrompt += 1 }
+            let path = SecretPaths.prompts + String(state.nextPrompt)
+            state.prompts[path] = PendingPrompt(path: path, owner: client, items: items.map { ($0.0, $0.1) })
+            return path
+        }
+        do {
+            let ids = try await bus.export(ProviderObject(self), at: path, introspection: Introspection.prompt)
+            let kept = state.withLock { state -> Bool in
+                guard state.prompts[path] != nil else { return false }
+                state.prompts[path]?.registration = ids
+                return true
+            }
+            if !kept { await bus.unexport(ids) }
+            return .success(path)
+        } catch {
+            state.withLock { $0.prompts[path] = nil }
+            return .failure(DBusError(name: SecretError.failed, "cannot export the prompt: \(error)"))
+        }
+    }
+
+    func promptCall(_ call: DBusCall) async -> Answer {
+        let path = call.objectPath
+        guard let prompt = state.withLock({ $0.prompts[path] }) else { return .failure(Self.noSuchObject(path)) }
+        guard prompt.owner == call.sender else {
+            return .failure(DBusError(name: SecretError.accessDenied, "\(path) is another connection's prompt"))
+        }
+        switch call.method {
+        case "Prompt":
+            let program = await programName(call.sender)
+            let started = state.withLock { state -> Bool in
+                guard state.prompts[path]?.task == nil else { return false }
+                state.prompts[path]?.task = Task { [weak self] in await self?.run(prompt, program: program) }
+                return true
+            }
+            guard started else { return .failure(DBusError(name: SecretError.failed, "\(path) is running already")) }
+            return .success([])
+        case "Dismiss":
+            let task = state.withLock { $0.prompts[path]?.task }
+            if let task { task.cancel() } else { await complete(prompt, unlocked: nil) }
+            return .success([])
+        default:
+            return .failure(DBusError(name: SecretError.unknownMethod, "no method \(call.method)"))
+        }
+    }
+
+    /// The prompt's work: each item read once through one context (its
+    /// grant reused for the next item where it suffices), then Completed.
+    private func run(_ prompt: PendingPrompt, program: String) async {
+        let context = device.makeContext()
+        context.allowableReuseDuration = Self.unlockDuration
+        var opened: [ItemReference] = []
+        for (reference, label) in prompt.items {
+            if Task.isCancelled { break }
+            context.interaction = PromptInteraction(prompter: prompter, notifier: notifier, program: program, item: label)
+            do {
+                _ = try await keychain.get(reference, context: context, reason: "\(program) asks for \u{201C}\(label)\u{201D}")
+                opened.append(reference)
+                prompter.log("\(program) (\(prompt.owner)) unlocked \u{201C}\(label)\u{201D}")
+            } catch {
+                prompter.log("\(program) (\(prompt.owner)) did not unlock \u{201C}\(label)\u{201D}: \(error.description)")
+                if case .authentication(let why) = error, case .userCancel = why { break }
+            }
+        }
+        // The reader goes back (fprintd or another program may want it).
+        if state.withLock({ $0.prompts.values.filter { $0.task != nil }.count }) <= 1 { await device.close() }
+        context.interactionNotAllowed = true
+        let unlocked = Task.isCancelled || opened.isEmpty ? nil : opened
+        if let unlocked {
+            state.withLock { state in
+                var items = state.unlocks[prompt.owner].flatMap { $0.until > Date() ? $0.items : nil } ?? []
+                items.formUnion(unlocked)
+                state.unlocks[prompt.owner] = Unlock(context: context, items: items, until: Date().addingTimeInterval(Self.unlockDuration))
+            }
+        }
+        await complete(prompt, unlocked: unlocked)
+    }
+
+    /// Emits Completed (dismissed when nothing opened) and takes the prompt down.
+    private func complete(_ prompt: PendingPrompt, unlocked: [ItemReference]?) async {
+        guard let registration = state.withLock({ $0.prompts.removeValue(forKey: prompt.path)?.registration }) else { return }
+        let paths = (unlocked ?? []).map { DBusValue.objectPath(SecretPaths.Item.vault($0).path) }
+        bus.emit(path: prompt.path, interface: Self.promptInterface, name: "Completed",
+                 [.bool(unlocked == nil), .variant(.array(element: "o", paths))])
+        await bus.unexport(registration)
+    }
+
+    /// The client's program, as the prompt names it: its command and pid.
+    private func programName(_ client: String) async -> String {
+        guard let owner = await bus.owner(of: client) else { return "a program (\(client))" }
+        switch (owner.command, owner.pid) {
+        case (let command?, let pid?): return "\(command) (pid \(pid))"
+        case (nil, let pid?): return "pid \(pid)"
+        default: return "a program (\(client))"
+        }
+    }
+}

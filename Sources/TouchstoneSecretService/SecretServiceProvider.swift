@@ -1,0 +1,198 @@
+import Foundation
+import Touchstone
+import TouchstoneDBus
+import TouchstoneSecure
+
+/// org.freedesktop.secrets over a Touchstone keychain (docs/secret-service.md).
+///
+/// - The `default` collection is the vault: its items are the vault's
+///   items (`Keychain`'s references and attribute sets), wherever they were
+///   added; the `session` collection is kept in memory until the provider
+///   ends, as gnome-keyring's is.
+/// - An item whose access needs authentication is Locked (to every client
+///   that has not unlocked it); searches find it by its attributes alone.
+///   Unlock returns a Prompt; Prompt() waits for the touch (or the passcode,
+///   through pinentry) while every method call is answered at once, and
+///   emits Completed. The client that completed a prompt reads those items
+///   for `unlockDuration` after it, as long as it stays on the bus.
+/// - Items clients create get `access`.
+///
+/// Every call is answered from a task of its own: none waits for a finger,
+/// and one client's slow call holds no other's.
+package final class SecretServiceProvider: Sendable {
+    package static let busName = "org.freedesktop.secrets"
+    /// How long a completed prompt's items stay unlocked for its client.
+    package static let unlockDuration: TimeInterval = 60
+    /// The most items one Unlock may name.
+    static let maximumObjects = 1024
+
+    static let serviceInterface = "org.freedesktop.Secret.Service"
+    static let collectionInterface = "org.freedesktop.Secret.Collection"
+    static let itemInterface = "org.freedesktop.Secret.Item"
+    static let promptInterface = "org.freedesktop.Secret.Prompt"
+    static let propertiesInterface = "org.freedesktop.DBus.Properties"
+    static let labelProperty = "org.freedesktop.Secret.Item.Label"
+    static let attributesProperty = "org.freedesktop.Secret.Item.Attributes"
+    static let typeProperty = "org.freedesktop.Secret.Item.Type"
+
+    let bus: DBusBus
+    let sessions: Sessions
+    let device: TouchstoneDevice
+    var keychain: Keychain { device.keychain }
+    /// The access of items that clients create.
+    let access: AccessControl
+    let prompter: Prompter
+    let notifier: Notifier
+    let started = Date()
+
+    /// A client's unlock: the context a prompt authenticated (its grant
+    /// kept for reuse, no further interaction allowed), the items it
+    /// opened, until when.
+    struct Unlock: Sendable {
+        let context: AuthenticationContext
+        var items: Set<ItemReference>
+        let until: Date
+    }
+
+    struct MemoryItem: Sendable {
+        var attributes: [String: String]
+        var label: String
+        var secret: SecureBytes
+        var contentType: String
+        let created: Date
+        var modified: Date
+    }
+
+    struct State: Sendable {
+        var unlocks: [String: Unlock] = [:]
+        var memory: [Int64: MemoryItem] = [:]
+        var nextMemory: Int64 = 1
+        var prompts: [String: PendingPrompt] = [:]
+        var nextPrompt: UInt64 = 1
+        var registrations: [UInt32] = []
+    }
+
+    let state = Locked(State())
+
+    package init(bus: DBusBus, device: TouchstoneDevice, access: AccessControl, prompter: Prompter) async throws {
+        self.bus = bus
+        self.device = device
+        self.access = access
+        self.prompter = prompter
+        notifier = Notifier(bus: bus, log: prompter.log)
+        sessions = try await Sessions(bus: bus)
+        try await bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
+                                path: "/org/freedesktop/DBus") { [weak self] arguments in
+            guard arguments.count == 3, let name = arguments[0].string, name.hasPrefix(":"),
+                  arguments[2].string?.isEmpty == true, let self else { return }
+            self.clientLeft(name)
+        }
+    }
+
+    /// What `start` found.
+    package enum Start: Sendable, Equatable {
+        case serving
+        /// Another program has the name (its unique name, pid and command).
+        case taken(owner: String)
+    }
+
+    /// Exports the objects and asks for the name (taking it over with
+    /// `replace`). `lost`: the name was taken away later.
+    package func start(replace: Bool, lost: @escaping @Sendable () -> Void) async throws -> Start {
+        let object = ProviderObject(self)
+        var ids = try await bus.export(object, at: SecretPaths.service, introspection: Introspection.service)
+        for path in [SecretPaths.vault, SecretPaths.session] {
+            ids += try await bus.exportSubtree(object, at: path, root: Introspection.collection, children: Introspection.item)
+        }
+        for name in ["default", "session"] {
+            ids += try await bus.export(object, at: SecretPaths.aliases + name, introspection: Introspection.collection)
+        }
+        let registered = ids
+        state.withLock { $0.registrations = registered }
+        switch try await bus.requestName(Self.busName, replace: replace, lost: lost) {
+        case .owned:
+            return .serving
+        case .taken:
+            let owner = await bus.owner(of: Self.busName)
+            let who = owner.map { o in
+                [o.command.map { "\($0)" }, o.pid.map { "pid \($0)" }, "bus name \(o.uniqueName)"].compactMap { $0 }.joined(separator: ", ")
+            } ?? "another program"
+            return .taken(owner: who)
+        }
+    }
+
+    /// Takes every object down and dismisses the prompts.
+    package func stop() async {
+        let (ids, prompts) = state.withLock { state in
+            defer { state.registrations = []; state.unlocks = [:] }
+            return (state.registrations, Array(state.prompts.values))
+        }
+        for prompt in prompts { prompt.task?.cancel() }
+        await bus.unexport(ids)
+    }
+
+    /// A client left the bus: its unlocks go, its prompts are dismissed.
+    func clientLeft(_ name: String) {
+        let prompts = state.withLock { state -> [PendingPrompt] in
+            state.unlocks[name] = nil
+            return state.prompts.values.filter { $0.owner == name }
+        }
+        for prompt in prompts { prompt.task?.cancel() }
+    }
+
+    // MARK: - Locking
+
+    /// The unlock `client` holds for `reference`, if still live.
+    func unlock(of client: String, for reference: ItemReference) -> AuthenticationContext? {
+        state.withLock { state in
+            guard let unlock = state.unlocks[client] else { return nil }
+            guard unlock.until > Date() else {
+                state.unlocks[client] = nil
+                return nil
+            }
+            return unlock.items.contains(reference) ? unlock.context : nil
+        }
+    }
+
+    /// Whether the item is locked for `client`: it needs authentication
+    /// (or no longer opens, or does not decrypt) and `client` has not
+    /// unlocked it.
+    func isLocked(_ item: ReferencedItem, for client: String) -> Bool {
+        guard let attributes = item.item.attributes, item.item.state == .ok else { return true }
+        if attributes.access.flags.isEmpty { return false }
+        return unlock(of: client, for: item.reference) == nil
+    }
+
+    // MARK: - Errors
+
+    /// A keychain failure as a D-Bus error (its text says what and what to do).
+    static func dbusError(_ error: KeychainError) -> DBusError {
+        switch error {
+        case .itemNotFound: DBusError(name: SecretError.noSuchObject, "no such item")
+        case .invalidItem(let why): DBusError(name: SecretError.invalidArgs, why)
+        case .interactionNotAllowed: DBusError(name: SecretError.isLocked, "the item is locked: Unlock it (its prompt asks for the touch)")
+        default: DBusError(name: SecretError.failed, error.description)
+        }
+    }
+
+    static func noSuchObject(_ path: String) -> DBusError {
+        DBusError(name: SecretError.noSuchObject, "no such object: \(path)")
+    }
+}
+
+/// The provider's one object behind every path: calls (and property
+/// reads, which may need the vault) are answered from tasks.
+final class ProviderObject: DBusObject {
+    weak let provider: SecretServiceProvider?
+
+    init(_ provider: SecretServiceProvider) { self.provider = provider }
+
+    var answersProperties: Bool { true }
+
+    func handle(_ call: DBusCall) {
+        guard let provider else { return call.fail(SecretError.failed, "the provider is stopping") }
+        Task { call.answer(await provider.dispatch(call)) }
+    }
+
+    func property(_ name: String, interface: String, path: String) -> DBusValue? { nil }
+}
