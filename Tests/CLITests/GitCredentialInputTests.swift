@@ -76,6 +76,19 @@ struct GitCredentialInputTests {
         #expect(none.code == 0 && none.stdout.isEmpty, "\(none.stderr)")
     }
 
+    @Test("store with a gated access and no passcode set: exit 7 before the item there is touched; it is still given, and replaced once the access needs no passcode")
+    func gatedStoreWithoutPasscode() throws {
+        let (sandbox, git) = try Self.world()
+        defer { sandbox.close() }
+        let replacing = Array("protocol=https\nhost=git.example.com\nusername=alice\npassword=new-token\n\n".utf8)
+        let refused = git.helper(["--access", "biometry-any", "store"], request: replacing)
+        #expect(refused.code == 7, "\(refused.stderr)")
+        #expect(refused.stderr.contains("hint: touchstone passcode set"))
+        #expect(git.helper(["get"], request: Self.query).stdoutText == "username=alice\npassword=kept-token\n")
+        #expect(git.helper(["--access", "none", "store"], request: replacing).code == 0)
+        #expect(git.helper(["get"], request: Self.query).stdoutText == "username=alice\npassword=new-token\n")
+    }
+
     @Test("store without a username or a password, or without a host, does nothing (as git's credential-store); an operation of a newer git is ignored (exit 0); an item whose password holds a newline is refused with the fix, not sent")
     func incompleteRequests() throws {
         let (sandbox, git) = try Self.world()
