@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestRigs
 
 /// git-credential-touchstone under Debian's git (docs/git.md): `git
 /// credential fill`, `approve` and `reject` through `credential.helper
@@ -128,6 +129,34 @@ struct GitCredentialTests {
         let opened = withDescriptor.run(["credential", "fill"], stdin: GitRig.request(Self.host), fd3: CLISandbox.line(CLISandbox.passcode))
         #expect(opened.code == 0, "\(opened.stderr)")
         #expect(GitRig.fields(opened.stdoutText)["password"] == "pc-token")
+    }
+
+    @Test("at a terminal: while a touch is awaited, Enter on the terminal (/dev/tty) asks for the passcode, typed there with echo off, and git gets the password; git's stdin and stdout carry only the protocol")
+    func passcodeAtTheTerminal() async throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+        let git = try GitRig(sandbox, helpers: ["touchstone --access user-presence", GitRig.fallback])
+        #expect(git.approve(Self.with(Self.host, ["username": "alice", "password": "typed-for"])).code == 0)
+
+        let request = sandbox.scratch + "/request"
+        try Data(GitRig.request(Self.host)).write(to: URL(fileURLWithPath: request))
+        let stdoutPath = sandbox.scratch + "/fill.out"
+        let terminal = try PseudoTerminal()
+        // git's stdin is the request file; the terminal is only the controlling one.
+        try terminal.spawn("/bin/sh", ["-c", "exec \(GitRig.git) credential fill < \"$0\"", request], stdout: stdoutPath,
+                           environment: git.environment, scratch: sandbox.scratch)
+        #expect(try await terminal.waitForStderr("Enter: use passcode"), "\(terminal.stderr)")
+        terminal.type("\n")
+        #expect(try await terminal.waitForStderr("Passcode: "), "\(terminal.stderr)")
+        terminal.type(CLISandbox.passcode + "\n")
+        #expect(try await terminal.wait() == 0, "\(terminal.stderr)")
+        let fields = GitRig.fields((try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "")
+        #expect(fields["username"] == "alice" && fields["password"] == "typed-for", "\(fields)")
+        let echoed = String(decoding: terminal.echoed, as: UTF8.self)
+        #expect(echoed.contains("\r\n"), "nothing echoed at all")
+        #expect(!echoed.contains(CLISandbox.passcode), "the passcode was echoed: \(echoed)")
     }
 
     @Test("through the simulator's touchstoned (sim start --daemon): approve, a gated fill with a matching touch, reject; the daemon's log shows the calls and the embedded vault has no such item")
