@@ -23,5 +23,7 @@ case .ignore:
     // An operation of a newer git: ignored silently, as gitcredentials(7) asks.
     exit(ExitCode.success.rawValue)
 case .run(let operation, let access, let options):
-    exit(await CredentialRunner.run(operation, access: access, options: options))
+    let code = await CredentialRunner.run(operation, access: access, options: options)
+    TestHooks.stopBeforeExitIfAsked()
+    exit(code)
 }
