@@ -6,10 +6,13 @@ import Testing
 /// 127.0.0.1 (GitHTTPServer), on the simulator.
 @Suite("git-credential-touchstone: git over HTTP with Basic auth")
 struct GitHTTPTests {
-    @Test("the first ls-remote gets the password from the next helper and git stores it in touchstone (biometry-any); a clone with touchstone alone waits for a touch and clones after a matching one, fails after a stranger's; a wrong stored password is refused by the server and git erases the item")
-    func cloneOverHTTP() throws {
-        let sandbox = try CLISandbox()
+    @Test("the first ls-remote gets the password from the next helper and git stores it in touchstone (biometry-any); a clone with touchstone alone waits for a touch and clones after a matching one, fails after a stranger's; a wrong stored password is refused by the server and git erases the item: embedded, and through the simulator's touchstoned",
+          arguments: [false, true])
+    func cloneOverHTTP(throughDaemon: Bool) throws {
+        let sandbox = try CLISandbox(startSimulator: false)
         defer { sandbox.close() }
+        let started = sandbox.run(["sim", "start"] + (throughDaemon ? ["--daemon"] : []))
+        #expect(started.code == 0, "\(started.stderr)")
         #expect(sandbox.setPasscode().code == 0)
         #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
         let repositories = sandbox.root + "/repos"
@@ -56,6 +59,8 @@ struct GitHTTPTests {
         #expect(wrong.code == 128)
         #expect(wrong.stderr.contains("Authentication failed"), "\(wrong.stderr)")
         #expect(only.items().isEmpty)
+        let log = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
+        #expect(log.contains("get: ok") == throughDaemon, "\(log)")
     }
 
     /// `git clone -q remote folder`, touched with `id` once the helper asks.
