@@ -139,3 +139,69 @@ struct GitCredentialInputTests {
         #expect(help.stdoutText.contains("USAGE: git-credential-touchstone"))
     }
 }
+
+/// Random damage to a well-formed request, for each operation: the helper
+/// never crashes or hangs, exits 0 or 1 (1 with a message), and what `get`
+/// prints is nothing or a whole reply. Seeded, and the seed is in every
+/// message, so a failure can be replayed.
+@Suite("git-credential-touchstone: damaged requests")
+struct GitCredentialDamageTests {
+    /// SplitMix64: a small seeded generator.
+    struct Generator: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    static func damaged(_ request: [UInt8], _ random: inout Generator) -> [UInt8] {
+        var bytes = request
+        for _ in 0..<Int.random(in: 1...4, using: &random) {
+            let at = Int.random(in: 0...bytes.count, using: &random)
+            switch Int.random(in: 0..<6, using: &random) {
+            case 0 where at < bytes.count: bytes[at] = UInt8.random(in: 0...255, using: &random)
+            case 1: bytes.insert([0x00, 0x0A, 0x0D, 0x3D, 0x1B, 0xFF].randomElement(using: &random)!, at: at)
+            case 2: bytes = Array(bytes.prefix(at))
+            case 3 where at < bytes.count: bytes.remove(at: at)
+            case 4: bytes.insert(contentsOf: [UInt8](repeating: 0x61, count: Int.random(in: 1000...1100, using: &random)), at: at)
+            default: bytes.insert(contentsOf: Array("x=y\n".utf8), at: at)
+            }
+        }
+        return bytes
+    }
+
+    @Test("30 damaged requests for each of get, store, erase")
+    func damagedRequests() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        let git = try GitRig(sandbox, helpers: [])
+        #expect(git.helper(["--access", "none", "store"], request: GitCredentialInputTests.stored).code == 0)
+        let seed = UInt64.random(in: 0...UInt64.max)
+        var random = Generator(state: seed)
+        var refused = 0
+        for round in 0..<30 {
+            for operation in ["get", "store", "erase"] {
+                let request = Self.damaged(GitCredentialInputTests.stored, &random)
+                let result = git.helper(["--access", "none", operation], request: request)
+                let context = "seed \(seed), round \(round), \(operation): exit \(result.code), \(result.stderr)"
+                #expect(result.code == 0 || result.code == 1, "\(context)")
+                if result.code == 1 {
+                    refused += 1
+                    #expect(result.stderr.contains("touchstone: error: "), "\(context)")
+                    #expect(result.stdout.isEmpty, "\(context)")
+                }
+                if !result.stdout.isEmpty {
+                    let text = result.stdoutText
+                    #expect(operation == "get" && text.hasPrefix("username=") && text.contains("\npassword=")
+                            && text.hasSuffix("\n") && text.filter { $0 == "\n" }.count == 2, "\(context)")
+                }
+            }
+        }
+        // The damage does reach the parser's refusals (else this checked nothing of them).
+        #expect(refused > 0, "seed \(seed): no request was refused")
+    }
+}
