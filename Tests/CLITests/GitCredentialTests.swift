@@ -110,6 +110,33 @@ struct GitCredentialTests {
         #expect(rotatedFields["password"] == "rotated-token")
     }
 
+    @Test("biometry-current-set after an enrolment change: get is exit 10 with no touch asked and git falls through; the store after that use replaces the item, which a touch of the new set opens")
+    func invalidatedThenStoredAgain() throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        #expect(sandbox.setPasscode().code == 0)
+        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+        let git = try GitRig(sandbox, helpers: ["touchstone --access biometry-current-set", GitRig.fallback])
+        let alice = Self.with(Self.host, ["username": "alice", "password": "current-set"])
+        #expect(git.approve(alice).code == 0)
+        #expect(git.fill(Self.host, touch: "alice").1["password"] == "current-set")
+
+        #expect(sandbox.enroll("right-thumb", as: "bob").code == 0)
+        let invalidated = git.helper(["get"], request: GitRig.request(Self.host))
+        #expect(invalidated.code == 10, "\(invalidated.stderr)")
+        #expect(!invalidated.stderr.contains("touch the reader"))
+        #expect(invalidated.stdout.isEmpty)
+        #expect(git.fill(Self.host).1["password"] == "from-fallback")
+        #expect(git.items().first?["state"] == "invalidated")
+
+        // The password that worked (here the fallback's) is stored again: a fresh item for the new set.
+        #expect(git.approve(Self.with(alice, ["password": "stored-again"])).code == 0)
+        #expect(git.items().map { [$0["access"], $0["state"]] } == [["biometry-current-set", "ok"]])
+        let (opened, fields) = git.fill(Self.host, touch: "bob")
+        #expect(opened.code == 0, "\(opened.stderr)")
+        #expect(fields["password"] == "stored-again")
+    }
+
     @Test("a passcode-only item: without a terminal the helper fails clearly (exit 14) and git falls through; with --passcode-fd 3 in credential.helper (git's helpers inherit descriptor 3) the passcode opens it")
     func passcodeWithoutTerminal() throws {
         let sandbox = try CLISandbox()
