@@ -43,6 +43,8 @@ let package = Package(
         .executable(name: "touchstone-cli", targets: ["TouchstoneCLI"]),
         .executable(name: "touchstone-get", targets: ["TouchstoneGet"]),
         .executable(name: "touchstoned", targets: ["TouchstoneDaemon"]),
+        // git's credential helper: `credential.helper touchstone` (docs/git.md).
+        .executable(name: "git-credential-touchstone", targets: ["TouchstoneGitCredential"]),
     ],
     targets: [
         // MARK: C libraries (Debian packages)
@@ -118,6 +120,9 @@ let package = Package(
                           linkerSettings: staticClient),
         .executableTarget(name: "TouchstoneDispatch", path: "Sources/TouchstoneDispatch",
                           linkerSettings: staticClient),
+        // The git credential helper (docs/git.md): the public API, like touchstone-cli.
+        .executableTarget(name: "TouchstoneGitCredential", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
+                          linkerSettings: exportSharedCryptoContext),
         // The daemon engine's server: the public API's package side (DaemonServer).
         .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),

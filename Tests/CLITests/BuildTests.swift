@@ -19,7 +19,7 @@ struct BuildTests {
     }
 
     @Test("the binaries that use the TPM export OSSL_LIB_CTX_new and OSSL_LIB_CTX_free, so libtss2-esys uses the shared crypto context (docs/tpm.md)",
-          arguments: ["touchstone-cli", "touchstoned"])
+          arguments: ["touchstone-cli", "touchstoned", "git-credential-touchstone"])
     func exportsTheCryptoContextFunctions(_ binary: String) throws {
         let (status, text) = try Self.output("/usr/bin/nm", ["-D", "--defined-only", Self.sibling(binary)])
         #expect(status == 0)

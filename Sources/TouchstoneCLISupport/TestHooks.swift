@@ -1,14 +1,14 @@
-import TouchstoneCLISupport
 import Glibc
 
 /// Hooks for the test suite, driven by the environment. Each only changes
 /// *when* the process runs, never what it reads, writes or keeps.
-enum TestHooks {
+package enum TestHooks {
     /// `TOUCHSTONE_TEST_STOP_BEFORE_EXIT=1`: the process stops itself
     /// (SIGSTOP) after the command has finished (its output written, the
     /// device closed, every buffer of the command released) and just before
     /// `exit`, so a test can read its memory through /proc/PID/mem and look
-    /// for secrets left behind (Tests/CLITests/MemoryScanTests.swift,
+    /// for secrets left behind (Tests/CLITests/MemoryScanTests.swift and
+    /// GitCredentialMemoryTests.swift, by touchstone-cli and git-credential-touchstone;
     /// docs/reliability.md "Secrets in memory"). SIGCONT lets it exit.
     ///
     /// It cannot leak anything: it only waits and stops. Reading a process's
@@ -16,7 +16,7 @@ enum TestHooks {
     /// ptrace_scope 1 its parent, which set the variable and can read the
     /// running process just as well); a stopped process grants no more than
     /// a running one. Any value other than `1` is ignored.
-    static func stopBeforeExitIfAsked() {
+    package static func stopBeforeExitIfAsked() {
         guard let value = getenv("TOUCHSTONE_TEST_STOP_BEFORE_EXIT"), strcmp(value, "1") == 0 else { return }
         waitUntilOtherThreadsIdle()
         raise(SIGSTOP)
