@@ -150,7 +150,7 @@ let package = Package(
                     path: "Tests/SSHTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
-        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator"], path: "Tests/CLITests"),
+        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneDBus"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )
