@@ -57,7 +57,21 @@ extension Keychain {
     /// The item's secret, authenticating through `context` as `get(service:account:)` does.
     public func get(_ reference: ItemReference, context: (any BiometricAuthenticating)? = nil,
                     reason: String) async throws(KeychainError) -> SecureBytes {
+        try await secretAndAttributes(reference, context: context, reason: reason).0
+    }
+
+    /// The item's secret and its attributes (as one read: its content type
+    /// and label with it), authenticating as `get` does. An item that needs
+    /// no authentication is read in one step.
+    public func secretAndAttributes(_ reference: ItemReference, context: (any BiometricAuthenticating)? = nil,
+                                    reason: String) async throws(KeychainError) -> (SecureBytes, ItemAttributes) {
         try await engine.operation { () async throws(KeychainError) in
+            do throws(KeychainError) {
+                return try await engine.secret(reference, grant: nil)
+            } catch {
+                // Needing authentication is answered below; anything else is the answer.
+                guard case .interactionNotAllowed = error else { throw error }
+            }
             let grant = try await grant(for: engine.openAccess(reference), context: context, reason: reason)
             return try await engine.secret(reference, grant: grant)
         }

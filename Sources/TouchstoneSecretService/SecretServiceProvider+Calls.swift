@@ -150,15 +150,15 @@ extension SecretServiceProvider {
             return .success((memory.secret, memory.contentType))
         case .vault(let reference):
             do throws(KeychainError) {
-                let found = try await keychain.item(reference)
-                guard let attributes = found.item.attributes else { throw .corrupted("the item's record does not decrypt") }
-                let context = unlock(of: client, for: reference)
-                if !attributes.access.flags.isEmpty && context == nil {
-                    return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked: Unlock it (its prompt asks for the touch)"))
-                }
-                let secret = try await keychain.get(reference, context: context, reason: "a Secret Service client reads it")
+                // One read for an item that needs nothing; one that needs
+                // authentication opens only with this client's unlock.
+                let (secret, attributes) = try await keychain.secretAndAttributes(reference, context: unlock(of: client, for: reference) ?? interactionless(),
+                                                                                  reason: "a Secret Service client reads it")
                 return .success((secret, attributes.contentType ?? "text/plain"))
             } catch {
+                if case .interactionNotAllowed = error {
+                    return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked: Unlock it (its prompt asks for the touch)"))
+                }
                 return .failure(Self.dbusError(error))
             }
         }
@@ -328,8 +328,9 @@ extension SecretServiceProvider {
         return .success([])
     }
 
-    /// A context that never prompts (an ungated item's change needs none).
-    private func interactionless() -> AuthenticationContext {
+    /// A context that never prompts (an ungated item needs none; a gated
+    /// one is then `interactionNotAllowed`).
+    func interactionless() -> AuthenticationContext {
         let context = device.makeContext()
         context.interactionNotAllowed = true
         return context

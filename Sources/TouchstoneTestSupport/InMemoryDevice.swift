@@ -165,7 +165,7 @@ final class InMemoryEngine: Engine {
     }
 
     func secret(service: String, account: String, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
-        try await secret(ItemReference(id: try id(service, account)), grant: grant)
+        try await secret(ItemReference(id: try id(service, account)), grant: grant).0
     }
 
     func update(service: String, account: String, secret: SecureBytes?, label: String??, comment: String??,
@@ -230,10 +230,10 @@ final class InMemoryEngine: Engine {
         try stored(reference).attributes.access
     }
 
-    func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+    func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> (SecureBytes, ItemAttributes) {
         let item = try stored(reference)
         guard item.attributes.access.flags.isEmpty || grant != nil else { throw .interactionNotAllowed }
-        return item.secret
+        return (item.secret, item.attributes)
     }
 
     func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,

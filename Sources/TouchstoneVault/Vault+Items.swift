@@ -274,7 +274,7 @@ extension Vault {
         let states = try StateReader(self)
         var out: [ListedItem] = []
         for item in try allRows() {
-            let listed = states.listed(item)
+            let listed = try states.listed(item)
             if let service, listed.attributes?.service != service { continue }
             out.append(listed)
         }

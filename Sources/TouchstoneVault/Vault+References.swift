@@ -41,35 +41,54 @@ extension Vault {
         }
     }
 
-    /// The ids of the items whose set holds every pair of `query`, from the
-    /// index (candidates: their records are checked by the caller).
-    private func candidates(_ query: [String: String]) throws -> [Int64] {
-        if query.isEmpty { return try db.rows("SELECT id FROM items ORDER BY id", []) { $0.integer(0) } }
-        let hashes = Set(query.map { pairHash($0.key, $0.value) })
-        let marks = Array(repeating: "?", count: hashes.count).joined(separator: ", ")
-        return try db.rows("SELECT item_id FROM attributes WHERE pair IN (\(marks)) GROUP BY item_id HAVING count(*) = ? ORDER BY item_id",
-                           hashes.map { .blob($0) } + [.integer(Int64(hashes.count))]) { $0.integer(0) }
+    /// The rows of the items whose set holds every pair of `query`, from
+    /// the index (candidates: their records are checked by the caller), in
+    /// one query. Its cost is the rows of the pair that drives it: the one
+    /// with the fewest rows (counted up to `probeLimit`), so that a query
+    /// with one rare pair (a user, a server) beside common ones (an
+    /// application, a schema) stays as fast with 10,000 items as with 10.
+    private func candidates(_ query: [String: String]) throws -> [StoredItem] {
+        if query.isEmpty { return try allRows() }
+        var hashes = Array(Set(query.map { pairHash($0.key, $0.value) }))
+        if hashes.count > 1 {
+            // One statement counts them all.
+            let probes = hashes.map { _ in "(SELECT count(*) FROM (SELECT 1 FROM attributes WHERE pair = ? LIMIT \(Self.probeLimit)))" }
+            let counts = try db.firstRow("SELECT " + probes.joined(separator: ", "), hashes.map { .blob($0) }) { row in
+                hashes.indices.map { row.integer(Int32($0)) }
+            } ?? []
+            if counts.count != hashes.count || counts.contains(0) { return [] }
+            hashes = zip(hashes, counts).sorted { $0.1 < $1.1 }.map(\.0)
+        }
+        let others = hashes.dropFirst().indices.map { "AND EXISTS (SELECT 1 FROM attributes a\($0) WHERE a\($0).pair = ? AND a\($0).item_id = d.item_id)" }
+        return try db.rows("""
+            SELECT \(Self.itemColumns) FROM items WHERE id IN
+                (SELECT d.item_id FROM attributes d WHERE d.pair = ? \(others.joined(separator: " ")))
+            ORDER BY id
+            """, hashes.map { .blob($0) }, Self.storedItem)
     }
+
+    /// How far a search counts each pair's rows to choose the one that drives it.
+    static let probeLimit = 64
 
     /// Items whose attribute set holds every pair of `query` (an empty
     /// query: every item), oldest first, with their states. No
     /// authentication; no secret is read.
     package func search(_ query: [String: String]) throws -> [ReferencedItem] {
-        let ids = try candidates(query)
-        if ids.isEmpty { return [] }
+        let rows = try candidates(query)
+        if rows.isEmpty { return [] }
         let states = try StateReader(self)
         var found: [ReferencedItem] = []
-        for id in ids {
-            guard let item = try row(id: id) else { continue }
-            let listed = states.listed(item)
+        for item in rows {
+            let listed = try states.listed(item)
+            let reference = ItemReference(id: item.id)
             guard let attributes = listed.attributes else {
                 // A record that does not open matches only the query for everything.
-                if query.isEmpty { found.append(ReferencedItem(reference: ItemReference(id: id), item: listed)) }
+                if query.isEmpty { found.append(ReferencedItem(reference: reference, item: listed)) }
                 continue
             }
             let set = attributes.effectiveSearchAttributes
             guard query.allSatisfy({ set[$0.key] == $0.value }) else { continue }
-            found.append(ReferencedItem(reference: ItemReference(id: id), item: listed))
+            found.append(ReferencedItem(reference: reference, item: listed))
         }
         return found
     }
@@ -79,9 +98,9 @@ extension Vault {
     func equalItems(_ attributes: ItemAttributes) throws -> [Int64] {
         let set = attributes.effectiveSearchAttributes
         var ids: [Int64] = []
-        for id in try candidates(set) {
-            guard let item = try row(id: id), let old = try? openMetadata(item) else { continue }
-            if old.effectiveSearchAttributes == set { ids.append(id) }
+        for item in try candidates(set) {
+            guard let old = try? openMetadata(item) else { continue }
+            if old.effectiveSearchAttributes == set { ids.append(item.id) }
         }
         if set["service"] == attributes.service, set["account"] == attributes.account {
             let lookup = lookupHash(service: attributes.service, account: attributes.account)
@@ -108,10 +127,10 @@ extension Vault {
         return try openAccess(item, attributes)
     }
 
-    /// The item's secret, opened with what `proof` shows.
-    package func secret(_ reference: ItemReference, proof: VaultProof) throws -> SecureBytes {
+    /// The item's secret, opened with what `proof` shows, and its attributes.
+    package func secret(_ reference: ItemReference, proof: VaultProof) throws -> (SecureBytes, ItemAttributes) {
         let (item, attributes) = try load(reference)
-        return try openedSecret(item, attributes, proof: proof)
+        return (try openedSecret(item, attributes, proof: proof), attributes)
     }
 
     private func openedSecret(_ item: StoredItem, _ attributes: ItemAttributes, proof: VaultProof) throws -> SecureBytes {
@@ -183,24 +202,32 @@ extension Vault {
 
 /// What a listing needs to tell each item's state: the class keys, and
 /// the enrolment counter when a current-set key is there (read once).
-struct StateReader {
+/// Read when the first item that needs them is listed (items of access
+/// `none` need neither).
+final class StateReader {
     let vault: Vault
-    let classKeys: [Int64: ClassKey]
-    let generation: UInt64?
+    private var keys: (classKeys: [Int64: ClassKey], generation: UInt64?)?
 
-    init(_ vault: Vault) throws {
-        self.vault = vault
-        classKeys = try vault.classKeys()
-        generation = classKeys.values.contains { $0.kind == .biometryCurrentSet } ? try vault.enrollmentGeneration() : nil
+    init(_ vault: Vault) throws { self.vault = vault }
+
+    private func classKeys() throws -> (classKeys: [Int64: ClassKey], generation: UInt64?) {
+        if let keys { return keys }
+        let classKeys = try vault.classKeys()
+        let generation = classKeys.values.contains { $0.kind == .biometryCurrentSet } ? try vault.enrollmentGeneration() : nil
+        keys = (classKeys, generation)
+        return (classKeys, generation)
     }
 
     /// The item's attributes and state; a record that does not open is
     /// listed as corrupted.
-    func listed(_ item: Vault.StoredItem) -> ListedItem {
+    func listed(_ item: Vault.StoredItem) throws -> ListedItem {
         guard let attributes = try? vault.openMetadata(item) else { return ListedItem(attributes: nil, state: .corrupted) }
         guard let wraps = try? vault.wraps(of: item), Vault.ways(wraps, match: attributes.access) else {
             return ListedItem(attributes: attributes, state: .corrupted)
         }
+        // Access `none`: its one way, the device key, is always open.
+        if attributes.access.flags.isEmpty { return ListedItem(attributes: attributes, state: .ok) }
+        let (classKeys, generation) = try classKeys()
         let open = wraps.contains { Vault.isOpen($0, classKeys, generation) }
         return ListedItem(attributes: attributes, state: open ? .ok : .invalidated)
     }

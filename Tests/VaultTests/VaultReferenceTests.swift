@@ -29,7 +29,7 @@ struct VaultReferenceTests {
         let cli = try vault.search(["service": "S", "account": "A"])
         #expect(cli.count == 1 && cli.first?.item.attributes?.account == "A")
         #expect(try vault.search([:]).count == 3)
-        #expect(string(try vault.secret(git, proof: .none)) == "tok")
+        #expect(string(try vault.secret(git, proof: .none).0) == "tok")
         #expect(try vault.item(chrome).item.attributes?.searchAttributes == ["application": "chrome"])
     }
 
@@ -63,7 +63,7 @@ struct VaultReferenceTests {
     func emptySecret() throws {
         let rig = try VaultRig()
         let (reference, _) = try rig.vault.add(SecureBytes(count: 0), attributes: Self.item(["a": "b"]), rule: .keepOthers)
-        #expect(try rig.vault.secret(reference, proof: .none).count == 0)
+        #expect(try rig.vault.secret(reference, proof: .none).0.count == 0)
         #expect(throws: VaultError.self) {
             try rig.vault.add(SecureBytes(count: 0), attributes: ItemAttributes(service: "s", account: "a", access: .none))
         }
@@ -128,7 +128,7 @@ struct VaultReferenceTests {
         #expect(throws: VaultError.authenticationRequired) {
             try vault.update(gated, searchAttributes: ["service": "other", "account": "1"], proof: .none)
         }
-        #expect(string(try vault.secret(gated, proof: passcode)) == "g")
+        #expect(string(try vault.secret(gated, proof: passcode).0) == "g")
         try vault.update(gated, secret: secret("new"), searchAttributes: ["service": "other", "account": "1"], proof: passcode)
         #expect(string(try vault.secret(service: "other", account: "1", proof: passcode)) == "new")
         #expect(throws: VaultError.authenticationRequired) { try vault.secret(gated, proof: .none) }

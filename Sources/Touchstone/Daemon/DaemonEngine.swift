@@ -274,10 +274,10 @@ package actor DaemonEngine: Engine {
         return access
     }
 
-    package func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+    package func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> (SecureBytes, ItemAttributes) {
         let (result, secrets) = try await keychain(.itemSecret(reference, grant: try grantID(grant)))
-        guard case .secret = result, secrets.count == 1 else { throw .daemon(unexpected(result)) }
-        return secrets[0]
+        guard case .attributes(let attributes) = result, secrets.count == 1 else { throw .daemon(unexpected(result)) }
+        return (secrets[0], attributes)
     }
 
     package func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,

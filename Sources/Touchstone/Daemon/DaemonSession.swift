@@ -254,7 +254,8 @@ final class DaemonSession: Sendable {
         case .openItemAccess(let reference):
             return done(.access(try await engine.openAccess(reference)))
         case .itemSecret(let reference, let grant):
-            return done(.secret, [try await engine.secret(reference, grant: try self.grant(grant))])
+            let (secret, attributes) = try await engine.secret(reference, grant: try self.grant(grant))
+            return done(.attributes(attributes), [secret])
         case .updateItem(let reference, let newSecret, let label, let searchAttributes, let contentType, let grant):
             try await engine.update(reference, secret: newSecret ? secrets[0] : nil, label: label.map(\.value),
                                     searchAttributes: searchAttributes, contentType: contentType.map(\.value),

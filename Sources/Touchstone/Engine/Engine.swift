@@ -69,7 +69,8 @@ package protocol Engine: AnyObject, Sendable {
              replace: Bool) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference])
     func item(_ reference: ItemReference) async throws(KeychainError) -> ReferencedItem
     func openAccess(_ reference: ItemReference) async throws(KeychainError) -> AccessControl
-    func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes
+    /// The item's secret and its attributes.
+    func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> (SecureBytes, ItemAttributes)
     func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
                 contentType: String??, grant: (any EngineGrant)?) async throws(KeychainError)
     func delete(_ reference: ItemReference) async throws(KeychainError)

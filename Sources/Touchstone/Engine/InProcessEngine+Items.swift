@@ -89,7 +89,7 @@ extension InProcessEngine {
         try await keychain { try vault.openAccess(reference) }
     }
 
-    package func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> SecureBytes {
+    package func secret(_ reference: ItemReference, grant: (any EngineGrant)?) async throws(KeychainError) -> (SecureBytes, ItemAttributes) {
         let proof = try Self.proof(grant)
         return try await keychain { try vault.secret(reference, proof: proof) }
     }

@@ -48,6 +48,7 @@ package enum DaemonCall: Codable, Sendable, Hashable {
     case addItem(attributes: ItemAttributes, replace: Bool)
     case item(ItemReference)
     case openItemAccess(ItemReference)
+    /// The result: `.attributes`, the secret attached.
     case itemSecret(ItemReference, grant: UInt64?)
     /// Secrets: the new secret, when `newSecret`.
     case updateItem(ItemReference, newSecret: Bool, label: FieldChange<String>?, searchAttributes: [String: String]?,
