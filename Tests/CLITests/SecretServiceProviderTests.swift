@@ -86,6 +86,29 @@ struct SecretServiceProviderTests {
         #expect(again.wait().stdoutText == "pin-1234")
     }
 
+    @Test("gated items read as Chromium (libsecret) and Python's keyring read them: each read asks for the touch, and a matching one gives the secret")
+    func gatedThroughLibraries() throws {
+        let rig = try SecretServiceRig()
+        defer { rig.close() }
+        #expect(rig.sandbox.setPasscode().code == 0)
+        #expect(rig.sandbox.enroll("right-index-finger", as: "alice").code == 0)
+        try rig.startProvider(["--access", "biometry-any"])
+        // Chromium's first start: the key is created (no touch), then read back (a touch).
+        let chrome = try rig.start("/usr/bin/python3", [SecretServiceRig.client, "chrome"], stdin: Array("os-crypt-key".utf8))
+        #expect(rig.touchWhenAsked("alice", occurrence: 1), "\(rig.log)")
+        let first = chrome.wait()
+        #expect(first.stdoutText.contains("created=1") && first.stdoutText.contains("key=os-crypt-key"), "\(first.stdoutText) \(first.stderr)")
+        #expect(rig.sandbox.run(["--sim", "list"]).stdoutText.contains("chrome_libsecret_os_crypt_password_v2\titem-"))
+        let restart = try rig.start("/usr/bin/python3", [SecretServiceRig.client, "chrome"])
+        #expect(rig.touchWhenAsked("alice", occurrence: 2), "\(rig.log)")
+        #expect(restart.wait().stdoutText.contains("created=0\nkey=os-crypt-key"))
+        // keyring.
+        #expect(rig.python(["keyring", "set", "pypi", "ada"], stdin: Array("token-1".utf8)).code == 0)
+        let get = try rig.startPython(["keyring", "get", "pypi", "ada"])
+        #expect(rig.touchWhenAsked("alice", occurrence: 3), "\(rig.log)")
+        #expect(get.wait().stdoutText == "token-1")
+    }
+
     @Test("a passcode item's prompt asks pinentry: a wrong passcode opens nothing, the right one opens it")
     func passcodeThroughPinentry() throws {
         let rig = try SecretServiceRig()
