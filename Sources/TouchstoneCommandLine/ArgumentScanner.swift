@@ -106,7 +106,8 @@ enum ArgumentScanner {
         let owners = CommandTable.owners(ofOption: name)
         let here = path.count > 1 ? " of '\(CommandTable.displayName(path))'" : ""
         guard !owners.isEmpty else { return UsageError("unknown option \(Quote.value(name))") }
-        let list = owners.map { "'\($0)'" }.joined(separator: ", ")
+        let quoted = owners.map { "'\($0)'" }
+        let list = quoted.count > 1 ? quoted.dropLast().joined(separator: ", ") + " or " + quoted.last! : quoted.joined()
         return UsageError("\(Quote.value(name)) is not an option\(here); it belongs to \(list) and goes after the command's name")
     }
 }

@@ -50,6 +50,6 @@ func helpText(_ arguments: [String], environment: [String: String] = baseEnviron
 let allCommandPaths: [[String]] = [
     [], ["status"], ["passcode"], ["passcode", "set"], ["passcode", "change"], ["passcode", "remove"],
     ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["add"], ["get"], ["update"], ["delete"], ["list"], ["import"],
-    ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
+    ["secret-service"], ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
     ["sim", "error"], ["sim", "unplug"], ["demo"], ["help"],
 ]
