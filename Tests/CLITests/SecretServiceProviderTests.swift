@@ -10,312 +10,312 @@ import TouchstoneTPM
 @Suite("Secret Service provider with real clients")
 struct SecretServiceProviderTests {
     @Test("secret-tool store, lookup, search and clear; an item of the CLI is found by service and account, and the other way round")
-    func secretTool() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        try rig.startProvider()
-        let stored = rig.secretTool(["store", "--label=Mail", "service", "mail", "account", "ada"], stdin: "hunter2")
-        #expect(stored.code == 0, "\(stored.stderr)")
-        #expect(rig.secretTool(["lookup", "service", "mail", "account", "ada"]).stdoutText == "hunter2")
-        // The other way round: the CLI sees the item by its service and account.
-        let get = rig.sandbox.run(["--sim", "get", "mail", "ada"])
-        #expect(get.code == 0 && get.stdoutText == "hunter2", "\(get.stderr)")
-        #expect(rig.sandbox.run(["--sim", "add", "cli", "bob", "--access", "none"], stdin: Array("from-cli".utf8)).code == 0)
-        #expect(rig.secretTool(["lookup", "service", "cli", "account", "bob"]).stdoutText == "from-cli")
-        // Items without a service get a name of their own that the CLI lists.
-        #expect(rig.secretTool(["store", "--label=Git", "protocol", "https", "server", "example.com"], stdin: "tok").code == 0)
-        let list = rig.sandbox.run(["--sim", "list"]).stdoutText
-        #expect(list.contains("secret-service\titem-") && list.contains("\tGit"), "\(list)")
-        let search = rig.secretTool(["search", "--all", "server", "example.com"])
-        // secret-tool prints the attributes to stderr.
-        #expect(search.stdoutText.contains("secret = tok") && search.stderr.contains("attribute.protocol = https"), "\(search.stdoutText)")
-        #expect(!search.stdoutText.contains("hunter2"))
-        // Storing again replaces (secret-tool asks for replace).
-        #expect(rig.secretTool(["store", "--label=Mail", "service", "mail", "account", "ada"], stdin: "hunter3").code == 0)
-        #expect(rig.secretTool(["lookup", "service", "mail", "account", "ada"]).stdoutText == "hunter3")
-        #expect(rig.sandbox.run(["--sim", "list", "--service", "mail"]).stdoutText.split(separator: "\n").count == 1)
-        #expect(rig.secretTool(["clear", "service", "mail"]).code == 0)
-        #expect(rig.secretTool(["lookup", "service", "mail", "account", "ada"]).code != 0)
-        #expect(rig.sandbox.run(["--sim", "get", "mail", "ada"]).code == 8)
-        #expect(rig.secretTool(["lookup", "service", "cli", "account", "bob"]).stdoutText == "from-cli")
-        // SIGTERM ends it with 0; a new one finds everything.
-        #expect(rig.stopProvider()?.code == 0)
-        try rig.startProvider()
-        #expect(rig.secretTool(["lookup", "server", "example.com"]).stdoutText == "tok")
+    func secretTool() async throws {
+        try await SecretServiceRig.with() { rig in
+            try await rig.startProvider()
+            let stored = await rig.secretTool(["store", "--label=Mail", "service", "mail", "account", "ada"], stdin: "hunter2")
+            #expect(stored.code == 0, "\(stored.stderr)")
+            #expect(await rig.secretTool(["lookup", "service", "mail", "account", "ada"]).stdoutText == "hunter2")
+            // The other way round: the CLI sees the item by its service and account.
+            let get = await rig.cli(["--sim", "get", "mail", "ada"])
+            #expect(get.code == 0 && get.stdoutText == "hunter2", "\(get.stderr)")
+            #expect(await rig.cli(["--sim", "add", "cli", "bob", "--access", "none"], stdin: Array("from-cli".utf8)).code == 0)
+            #expect(await rig.secretTool(["lookup", "service", "cli", "account", "bob"]).stdoutText == "from-cli")
+            // Items without a service get a name of their own that the CLI lists.
+            #expect(await rig.secretTool(["store", "--label=Git", "protocol", "https", "server", "example.com"], stdin: "tok").code == 0)
+            let list = await rig.cli(["--sim", "list"]).stdoutText
+            #expect(list.contains("secret-service\titem-") && list.contains("\tGit"), "\(list)")
+            let search = await rig.secretTool(["search", "--all", "server", "example.com"])
+            // secret-tool prints the attributes to stderr.
+            #expect(search.stdoutText.contains("secret = tok") && search.stderr.contains("attribute.protocol = https"), "\(search.stdoutText)")
+            #expect(!search.stdoutText.contains("hunter2"))
+            // Storing again replaces (secret-tool asks for replace).
+            #expect(await rig.secretTool(["store", "--label=Mail", "service", "mail", "account", "ada"], stdin: "hunter3").code == 0)
+            #expect(await rig.secretTool(["lookup", "service", "mail", "account", "ada"]).stdoutText == "hunter3")
+            #expect(await rig.cli(["--sim", "list", "--service", "mail"]).stdoutText.split(separator: "\n").count == 1)
+            #expect(await rig.secretTool(["clear", "service", "mail"]).code == 0)
+            #expect(await rig.secretTool(["lookup", "service", "mail", "account", "ada"]).code != 0)
+            #expect(await rig.cli(["--sim", "get", "mail", "ada"]).code == 8)
+            #expect(await rig.secretTool(["lookup", "service", "cli", "account", "bob"]).stdoutText == "from-cli")
+            // SIGTERM ends it with 0; a new one finds everything.
+            #expect(await rig.stopProvider()?.code == 0)
+            try await rig.startProvider()
+            #expect(await rig.secretTool(["lookup", "server", "example.com"]).stdoutText == "tok")
+        }
     }
 
     @Test("a gated item is locked yet found; a read without unlocking is refused; the prompt waits for the touch while calls are answered; a matching touch opens it, a stranger's does not; the notification names the program and the item")
     func gatedItems() async throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        #expect(rig.sandbox.setPasscode().code == 0)
-        #expect(rig.sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        let notifications = try await NotificationRecorder(address: rig.bus.address)
-        try rig.startProvider(["--access", "biometry-any"])
-        #expect(rig.secretTool(["store", "--label=Bank", "service", "bank", "account", "ada"], stdin: "pin-1234").code == 0)
-        #expect(rig.sandbox.run(["--sim", "list"]).stdoutText.contains("bank\tada\tbiometry-any\tok"))
+        try await SecretServiceRig.with() { rig in
+            #expect(await rig.setPasscode().code == 0)
+            #expect(await rig.enroll("right-index-finger", as: "alice").code == 0)
+            let notifications = try await NotificationRecorder(address: rig.bus.address)
+            try await rig.startProvider(["--access", "biometry-any"])
+            #expect(await rig.secretTool(["store", "--label=Bank", "service", "bank", "account", "ada"], stdin: "pin-1234").code == 0)
+            #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("bank\tada\tbiometry-any\tok"))
 
-        let search = rig.python(["search", "service=bank"])
-        #expect(search.stdoutText.contains("found=1\nlocked=1"), "\(search.stdoutText) \(search.stderr)")
-        let refused = rig.python(["locked-read", "service=bank"])
-        #expect(refused.code == 0 && refused.stdoutText.contains("refused="), "\(refused.stdoutText) \(refused.stderr)")
+            let search = await rig.python(["search", "service=bank"])
+            #expect(search.stdoutText.contains("found=1\nlocked=1"), "\(search.stdoutText) \(search.stderr)")
+            let refused = await rig.python(["locked-read", "service=bank"])
+            #expect(refused.code == 0 && refused.stdoutText.contains("refused="), "\(refused.stdoutText) \(refused.stderr)")
 
-        // secret-tool unlocks (a prompt) and reads; while the prompt waits, other calls are answered.
-        let lookup = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
-        #expect(rig.provider?.waitForStderr("waiting for a touch") == true, "\(rig.log)")
-        let meanwhile = rig.python(["search", "service=bank"])
-        #expect(meanwhile.code == 0 && meanwhile.stdoutText.contains("found=1"), "calls are answered during a prompt: \(meanwhile.stderr)")
-        #expect(rig.sandbox.run(["sim", "touch", "alice", "--wait", "60"]).code == 0)
-        let opened = lookup.wait()
-        #expect(opened.code == 0 && opened.stdoutText == "pin-1234", "\(opened.stderr) \(rig.log)")
-        #expect(try await eventually { notifications.notifications.contains { $0.summary.contains("secret-tool") && $0.summary.contains("Bank") } },
-                "\(notifications.notifications)")
-        #expect(notifications.notifications.first?.body.contains("Touch the fingerprint reader") == true)
+            // secret-tool unlocks (a prompt) and reads; while the prompt waits, other calls are answered.
+            let lookup = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
+            #expect(await rig.waitForLog("waiting for a touch"), "\(rig.log)")
+            let meanwhile = await rig.python(["search", "service=bank"])
+            #expect(meanwhile.code == 0 && meanwhile.stdoutText.contains("found=1"), "calls are answered during a prompt: \(meanwhile.stderr)")
+            #expect(await rig.cli(["sim", "touch", "alice", "--wait", "60"]).code == 0)
+            let opened = await rig.wait(lookup)
+            #expect(opened.code == 0 && opened.stdoutText == "pin-1234", "\(opened.stderr) \(rig.log)")
+            #expect(try await eventually { notifications.notifications.contains { $0.summary.contains("secret-tool") && $0.summary.contains("Bank") } },
+                    "\(notifications.notifications)")
+            #expect(notifications.notifications.first?.body.contains("Touch the fingerprint reader") == true)
 
-        // Another client (another connection) has not unlocked it.
-        #expect(rig.python(["locked-read", "service=bank"]).stdoutText.contains("refused="))
-        // A stranger's finger opens nothing.
-        let stranger = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
-        #expect(rig.touchWhenAsked("mallory", occurrence: 2), "\(rig.log)")
-        let denied = stranger.wait()
-        #expect(denied.code != 0 && denied.stdoutText.isEmpty, "\(denied.stdoutText)")
-        #expect(rig.log.contains("did not unlock"), "\(rig.log)")
-        // The matching finger still does, afterwards.
-        let again = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
-        #expect(rig.touchWhenAsked("alice", occurrence: 3))
-        #expect(again.wait().stdoutText == "pin-1234")
+            // Another client (another connection) has not unlocked it.
+            #expect(await rig.python(["locked-read", "service=bank"]).stdoutText.contains("refused="))
+            // A stranger's finger opens nothing.
+            let stranger = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
+            #expect(await rig.touchWhenAsked("mallory", occurrence: 2), "\(rig.log)")
+            let denied = await rig.wait(stranger)
+            #expect(denied.code != 0 && denied.stdoutText.isEmpty, "\(denied.stdoutText)")
+            #expect(rig.log.contains("did not unlock"), "\(rig.log)")
+            // The matching finger still does, afterwards.
+            let again = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
+            #expect(await rig.touchWhenAsked("alice", occurrence: 3))
+            #expect(await rig.wait(again).stdoutText == "pin-1234")
+        }
     }
 
     @Test("gated items read as Chromium (libsecret) and Python's keyring read them: each read asks for the touch, and a matching one gives the secret")
-    func gatedThroughLibraries() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        #expect(rig.sandbox.setPasscode().code == 0)
-        #expect(rig.sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        try rig.startProvider(["--access", "biometry-any"])
-        // Chromium's first start: the key is created (no touch), then read back (a touch).
-        let chrome = try rig.start("/usr/bin/python3", [SecretServiceRig.client, "chrome"], stdin: Array("os-crypt-key".utf8))
-        #expect(rig.touchWhenAsked("alice", occurrence: 1), "\(rig.log)")
-        let first = chrome.wait()
-        #expect(first.stdoutText.contains("created=1") && first.stdoutText.contains("key=os-crypt-key"), "\(first.stdoutText) \(first.stderr)")
-        #expect(rig.sandbox.run(["--sim", "list"]).stdoutText.contains("chrome_libsecret_os_crypt_password_v2\titem-"))
-        let restart = try rig.start("/usr/bin/python3", [SecretServiceRig.client, "chrome"])
-        #expect(rig.touchWhenAsked("alice", occurrence: 2), "\(rig.log)")
-        #expect(restart.wait().stdoutText.contains("created=0\nkey=os-crypt-key"))
-        // keyring.
-        #expect(rig.python(["keyring", "set", "pypi", "ada"], stdin: Array("token-1".utf8)).code == 0)
-        let get = try rig.startPython(["keyring", "get", "pypi", "ada"])
-        #expect(rig.touchWhenAsked("alice", occurrence: 3), "\(rig.log)")
-        #expect(get.wait().stdoutText == "token-1")
+    func gatedThroughLibraries() async throws {
+        try await SecretServiceRig.with() { rig in
+            #expect(await rig.setPasscode().code == 0)
+            #expect(await rig.enroll("right-index-finger", as: "alice").code == 0)
+            try await rig.startProvider(["--access", "biometry-any"])
+            // Chromium's first start: the key is created (no touch), then read back (a touch).
+            let chrome = try rig.start("/usr/bin/python3", [SecretServiceRig.client, "chrome"], stdin: Array("os-crypt-key".utf8))
+            #expect(await rig.touchWhenAsked("alice", occurrence: 1), "\(rig.log)")
+            let first = await rig.wait(chrome)
+            #expect(first.stdoutText.contains("created=1") && first.stdoutText.contains("key=os-crypt-key"), "\(first.stdoutText) \(first.stderr)")
+            #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("chrome_libsecret_os_crypt_password_v2\titem-"))
+            let restart = try rig.start("/usr/bin/python3", [SecretServiceRig.client, "chrome"])
+            #expect(await rig.touchWhenAsked("alice", occurrence: 2), "\(rig.log)")
+            #expect(await rig.wait(restart).stdoutText.contains("created=0\nkey=os-crypt-key"))
+            // keyring.
+            #expect(await rig.python(["keyring", "set", "pypi", "ada"], stdin: Array("token-1".utf8)).code == 0)
+            let get = try rig.startPython(["keyring", "get", "pypi", "ada"])
+            #expect(await rig.touchWhenAsked("alice", occurrence: 3), "\(rig.log)")
+            #expect(await rig.wait(get).stdoutText == "token-1")
+        }
     }
 
     @Test("a passcode item's prompt asks pinentry: a wrong passcode opens nothing, the right one opens it")
-    func passcodeThroughPinentry() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        #expect(rig.sandbox.setPasscode().code == 0)
-        let answers = rig.sandbox.scratch + "/pinentry-answers", log = rig.sandbox.scratch + "/pinentry-log"
-        try "wrong-passcode\n".write(toFile: answers, atomically: true, encoding: .utf8)
-        rig.sandbox.extraEnvironment["TOUCHSTONE_PINENTRY"] = URL(fileURLWithPath: SecretServiceRig.client).deletingLastPathComponent()
-            .appendingPathComponent("scripted-pinentry.py").path
-        rig.sandbox.extraEnvironment["SCRIPTED_PINENTRY_ANSWERS"] = answers
-        rig.sandbox.extraEnvironment["SCRIPTED_PINENTRY_LOG"] = log
-        try rig.startProvider(["--access", "passcode"])
-        #expect(rig.secretTool(["store", "--label=Vault door", "service", "door", "account", "1"], stdin: "open-sesame").code == 0)
-        let wrong = rig.secretTool(["lookup", "service", "door", "account", "1"])
-        #expect(wrong.code != 0 && wrong.stdoutText.isEmpty)
-        let dialog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(dialog.contains("GETPIN") && dialog.contains("secret-tool") && dialog.contains("Vault door"), "\(dialog)")
-        try "\(CLISandbox.passcode)\n".write(toFile: answers, atomically: true, encoding: .utf8)
-        let right = rig.secretTool(["lookup", "service", "door", "account", "1"])
-        #expect(right.code == 0 && right.stdoutText == "open-sesame", "\(right.stderr) \(rig.log)")
+    func passcodeThroughPinentry() async throws {
+        try await SecretServiceRig.with() { rig in
+            #expect(await rig.setPasscode().code == 0)
+            let answers = rig.sandbox.scratch + "/pinentry-answers", log = rig.sandbox.scratch + "/pinentry-log"
+            try "wrong-passcode\n".write(toFile: answers, atomically: true, encoding: .utf8)
+            rig.sandbox.extraEnvironment["TOUCHSTONE_PINENTRY"] = URL(fileURLWithPath: SecretServiceRig.client).deletingLastPathComponent()
+                .appendingPathComponent("scripted-pinentry.py").path
+            rig.sandbox.extraEnvironment["SCRIPTED_PINENTRY_ANSWERS"] = answers
+            rig.sandbox.extraEnvironment["SCRIPTED_PINENTRY_LOG"] = log
+            try await rig.startProvider(["--access", "passcode"])
+            #expect(await rig.secretTool(["store", "--label=Vault door", "service", "door", "account", "1"], stdin: "open-sesame").code == 0)
+            let wrong = await rig.secretTool(["lookup", "service", "door", "account", "1"])
+            #expect(wrong.code != 0 && wrong.stdoutText.isEmpty)
+            let dialog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(dialog.contains("GETPIN") && dialog.contains("secret-tool") && dialog.contains("Vault door"), "\(dialog)")
+            try "\(CLISandbox.passcode)\n".write(toFile: answers, atomically: true, encoding: .utf8)
+            let right = await rig.secretTool(["lookup", "service", "door", "account", "1"])
+            #expect(right.code == 0 && right.stdoutText == "open-sesame", "\(right.stderr) \(rig.log)")
+        }
     }
 
     @Test("python secretstorage and keyring: equal attributes kept or replaced, an empty secret, content types, label and attribute edits, deletes")
-    func pythonClients() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        try rig.startProvider()
-        for secret in ["one", "two"] {
-            #expect(rig.python(["store", "Twin", "text/plain", "keep", "app=twins", "n=1"], stdin: Array(secret.utf8)).code == 0)
+    func pythonClients() async throws {
+        try await SecretServiceRig.with() { rig in
+            try await rig.startProvider()
+            for secret in ["one", "two"] {
+                #expect(await rig.python(["store", "Twin", "text/plain", "keep", "app=twins", "n=1"], stdin: Array(secret.utf8)).code == 0)
+            }
+            #expect(await rig.python(["search", "app=twins"]).stdoutText.contains("found=2\nlocked=0"))
+            #expect(await rig.python(["store", "Twin", "application/json", "replace", "app=twins", "n=1"], stdin: Array("{}".utf8)).code == 0)
+            #expect(await rig.python(["search", "app=twins"]).stdoutText.contains("found=1\nlocked=0"))
+            let json = await rig.python(["get", "app=twins"])
+            #expect(json.stdoutText == "{}" && json.stderr.contains("type=application/json"), "\(json.stderr)")
+            #expect(await rig.python(["store", "Empty", "text/plain", "keep", "app=empty"]).code == 0)
+            let empty = await rig.python(["get", "app=empty"])
+            #expect(empty.code == 0 && empty.stdout.isEmpty, "\(empty.stderr)")
+            let binary = (0...255).map { UInt8($0) }
+            #expect(await rig.python(["store", "Bytes", "application/octet-stream", "keep", "app=bytes"], stdin: binary).code == 0)
+            #expect(await rig.python(["get", "app=bytes"]).stdout == binary)
+            // Edits: a new label, a new set (its service and account become the item's).
+            let edited = await rig.python(["edit", "Renamed", "app=bytes", "service=edited", "account=me"])
+            #expect(edited.stdoutText.contains("label=Renamed"), "\(edited.stderr)")
+            #expect(await rig.cli(["--sim", "get", "edited", "me"]).stdout == binary)
+            #expect(await rig.python(["search", "app=bytes"]).stdoutText.contains("found=0"))
+            #expect(await rig.python(["delete", "service=edited"]).stdoutText.contains("deleted=1"))
+            #expect(await rig.cli(["--sim", "get", "edited", "me"]).code == 8)
+            // keyring.
+            #expect(await rig.python(["keyring", "set", "pypi", "ada"], stdin: Array("token-1".utf8)).code == 0)
+            #expect(await rig.python(["keyring", "get", "pypi", "ada"]).stdoutText == "token-1")
+            #expect(await rig.cli(["--sim", "list", "--service", "pypi"]).stdoutText.contains("pypi\t"))
+            #expect(await rig.python(["keyring", "delete", "pypi", "ada"]).code == 0)
+            #expect(await rig.python(["keyring", "get", "pypi", "ada"]).code != 0)
         }
-        #expect(rig.python(["search", "app=twins"]).stdoutText.contains("found=2\nlocked=0"))
-        #expect(rig.python(["store", "Twin", "application/json", "replace", "app=twins", "n=1"], stdin: Array("{}".utf8)).code == 0)
-        #expect(rig.python(["search", "app=twins"]).stdoutText.contains("found=1\nlocked=0"))
-        let json = rig.python(["get", "app=twins"])
-        #expect(json.stdoutText == "{}" && json.stderr.contains("type=application/json"), "\(json.stderr)")
-        #expect(rig.python(["store", "Empty", "text/plain", "keep", "app=empty"]).code == 0)
-        let empty = rig.python(["get", "app=empty"])
-        #expect(empty.code == 0 && empty.stdout.isEmpty, "\(empty.stderr)")
-        let binary = (0...255).map { UInt8($0) }
-        #expect(rig.python(["store", "Bytes", "application/octet-stream", "keep", "app=bytes"], stdin: binary).code == 0)
-        #expect(rig.python(["get", "app=bytes"]).stdout == binary)
-        // Edits: a new label, a new set (its service and account become the item's).
-        let edited = rig.python(["edit", "Renamed", "app=bytes", "service=edited", "account=me"])
-        #expect(edited.stdoutText.contains("label=Renamed"), "\(edited.stderr)")
-        #expect(rig.sandbox.run(["--sim", "get", "edited", "me"]).stdout == binary)
-        #expect(rig.python(["search", "app=bytes"]).stdoutText.contains("found=0"))
-        #expect(rig.python(["delete", "service=edited"]).stdoutText.contains("deleted=1"))
-        #expect(rig.sandbox.run(["--sim", "get", "edited", "me"]).code == 8)
-        // keyring.
-        #expect(rig.python(["keyring", "set", "pypi", "ada"], stdin: Array("token-1".utf8)).code == 0)
-        #expect(rig.python(["keyring", "get", "pypi", "ada"]).stdoutText == "token-1")
-        #expect(rig.sandbox.run(["--sim", "list", "--service", "pypi"]).stdoutText.contains("pypi\t"))
-        #expect(rig.python(["keyring", "delete", "pypi", "ada"]).code == 0)
-        #expect(rig.python(["keyring", "get", "pypi", "ada"]).code != 0)
     }
 
     @Test("Chromium's flow through libsecret: the default collection unlocked (it is), its key created on first run and read on the next")
-    func chromium() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        try rig.startProvider()
-        let first = rig.python(["chrome"], stdin: Array("os-crypt-key".utf8))
-        #expect(first.code == 0, "\(first.stderr)")
-        #expect(first.stdoutText.contains("locked=False") && first.stdoutText.contains("created=1") && first.stdoutText.contains("key=os-crypt-key"),
-                "\(first.stdoutText)")
-        let second = rig.python(["chrome"])
-        #expect(second.stdoutText.contains("created=0") && second.stdoutText.contains("key=os-crypt-key"), "\(second.stdoutText)")
-        #expect(rig.sandbox.run(["--sim", "list"]).stdoutText.contains("chrome_libsecret_os_crypt_password_v2\titem-"))
+    func chromium() async throws {
+        try await SecretServiceRig.with() { rig in
+            try await rig.startProvider()
+            let first = await rig.python(["chrome"], stdin: Array("os-crypt-key".utf8))
+            #expect(first.code == 0, "\(first.stderr)")
+            #expect(first.stdoutText.contains("locked=False") && first.stdoutText.contains("created=1") && first.stdoutText.contains("key=os-crypt-key"),
+                    "\(first.stdoutText)")
+            let second = await rig.python(["chrome"])
+            #expect(second.stdoutText.contains("created=0") && second.stdoutText.contains("key=os-crypt-key"), "\(second.stdoutText)")
+            #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("chrome_libsecret_os_crypt_password_v2\titem-"))
+        }
     }
 
     @Test("git through git-credential-libsecret (built from the sources Debian's git ships): approve, fill, reject")
-    func gitCredentialLibsecret() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        let source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
-        let helper = rig.sandbox.scratch + "/git-credential-libsecret"
-        let flags = rig.run("/usr/bin/pkg-config", ["--cflags", "--libs", "glib-2.0", "libsecret-1"])
-        try #require(flags.code == 0, "\(flags.stderr)")
-        let built = rig.run("/usr/bin/gcc", ["-o", helper, source] + flags.stdoutText.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty })
-        try #require(built.code == 0, "\(built.stderr)")
-        try rig.startProvider()
-        let git = ["-c", "credential.helper=" + helper, "credential"]
-        let environment = ["GIT_TERMINAL_PROMPT": "0", "HOME": rig.sandbox.scratch]
-        let approve = rig.run("/usr/bin/git", git + ["approve"], stdin: Array("protocol=https\nhost=git.example.com\nusername=ada\npassword=ghp_secret\n\n".utf8),
-                              environment: environment)
-        #expect(approve.code == 0, "\(approve.stderr)")
-        let fill = rig.run("/usr/bin/git", git + ["fill"], stdin: Array("protocol=https\nhost=git.example.com\n\n".utf8), environment: environment)
-        #expect(fill.stdoutText.contains("username=ada\npassword=ghp_secret"), "\(fill.stdoutText) \(fill.stderr)")
-        #expect(rig.sandbox.run(["--sim", "list"]).stdoutText.contains("org.gnome.keyring.NetworkPassword\titem-"))
-        let reject = rig.run("/usr/bin/git", git + ["reject"], stdin: Array("protocol=https\nhost=git.example.com\nusername=ada\npassword=ghp_secret\n\n".utf8),
-                             environment: environment)
-        #expect(reject.code == 0)
-        let after = rig.run("/usr/bin/git", git + ["fill"], stdin: Array("protocol=https\nhost=git.example.com\n\n".utf8), environment: environment)
-        #expect(after.code != 0 && !after.stdoutText.contains("ghp_secret"), "no terminal, nothing stored: git gives up")
+    func gitCredentialLibsecret() async throws {
+        try await SecretServiceRig.with() { rig in
+            let source = "/usr/share/doc/git/contrib/credential/libsecret/git-credential-libsecret.c"
+            let helper = rig.sandbox.scratch + "/git-credential-libsecret"
+            let flags = await rig.run("/usr/bin/pkg-config", ["--cflags", "--libs", "glib-2.0", "libsecret-1"])
+            try #require(flags.code == 0, "\(flags.stderr)")
+            let built = await rig.run("/usr/bin/gcc", ["-o", helper, source] + flags.stdoutText.split(separator: " ").map { $0.trimmingCharacters(in: .whitespacesAndNewlines) }.filter { !$0.isEmpty })
+            try #require(built.code == 0, "\(built.stderr)")
+            try await rig.startProvider()
+            let git = ["-c", "credential.helper=" + helper, "credential"]
+            let environment = ["GIT_TERMINAL_PROMPT": "0", "HOME": rig.sandbox.scratch]
+            let approve = await rig.run("/usr/bin/git", git + ["approve"], stdin: Array("protocol=https\nhost=git.example.com\nusername=ada\npassword=ghp_secret\n\n".utf8),
+                                  environment: environment)
+            #expect(approve.code == 0, "\(approve.stderr)")
+            let fill = await rig.run("/usr/bin/git", git + ["fill"], stdin: Array("protocol=https\nhost=git.example.com\n\n".utf8), environment: environment)
+            #expect(fill.stdoutText.contains("username=ada\npassword=ghp_secret"), "\(fill.stdoutText) \(fill.stderr)")
+            #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("org.gnome.keyring.NetworkPassword\titem-"))
+            let reject = await rig.run("/usr/bin/git", git + ["reject"], stdin: Array("protocol=https\nhost=git.example.com\nusername=ada\npassword=ghp_secret\n\n".utf8),
+                                 environment: environment)
+            #expect(reject.code == 0)
+            let after = await rig.run("/usr/bin/git", git + ["fill"], stdin: Array("protocol=https\nhost=git.example.com\n\n".utf8), environment: environment)
+            #expect(after.code != 0 && !after.stdoutText.contains("ghp_secret"), "no terminal, nothing stored: git gives up")
+        }
     }
 
     @Test("bad input: ill-typed arguments, unknown paths, an unknown algorithm, another connection's session, an oversized secret: clear errors, and the provider serves on")
-    func badInput() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        try rig.startProvider()
-        #expect(rig.secretTool(["store", "--label=Keep", "service", "keep", "account", "me"], stdin: "kept").code == 0)
-        func call(_ path: String, _ method: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-            try rig.bus.gdbus(["call", "--dest", "org.freedesktop.secrets", "--object-path", path, "--method", method] + arguments)
+    func badInput() async throws {
+        try await SecretServiceRig.with() { rig in
+            try await rig.startProvider()
+            #expect(await rig.secretTool(["store", "--label=Keep", "service", "keep", "account", "me"], stdin: "kept").code == 0)
+            func call(_ path: String, _ method: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
+                try rig.bus.gdbus(["call", "--dest", "org.freedesktop.secrets", "--object-path", path, "--method", method] + arguments)
+            }
+            // dbus-send sends what it is told (gdbus checks the types first).
+            let typed = await rig.run("/usr/bin/dbus-send", ["--session", "--dest=org.freedesktop.secrets", "--print-reply", "/org/freedesktop/secrets",
+                                                        "org.freedesktop.Secret.Service.SearchItems", "string:not-a-dictionary"])
+            #expect(typed.code != 0 && typed.stderr.contains("InvalidArgs"), "\(typed.stderr)")
+            let untyped = await rig.run("/usr/bin/dbus-send", ["--session", "--dest=org.freedesktop.secrets", "--print-reply", "/org/freedesktop/secrets/collection/default",
+                                                          "org.freedesktop.Secret.Collection.CreateItem", "string:x", "int32:3"])
+            #expect(untyped.code != 0 && untyped.stderr.contains("InvalidArgs"), "\(untyped.stderr)")
+            let algorithm = try call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.OpenSession", ["rot13", "<''>"])
+            #expect(algorithm.status != 0 && algorithm.output.contains("NotSupported"), "\(algorithm.output)")
+            for path in ["/org/freedesktop/secrets/collection/default/999999", "/org/freedesktop/secrets/collection/default/x1"] {
+                let unknown = try call(path, "org.freedesktop.DBus.Properties.Get", ["org.freedesktop.Secret.Item", "Label"])
+                #expect(unknown.status != 0 && unknown.output.contains("NoSuchObject"), "\(unknown.output)")
+            }
+            let noCollection = try call("/org/freedesktop/secrets/collection/other", "org.freedesktop.Secret.Collection.SearchItems", ["{}"])
+            #expect(noCollection.status != 0, "\(noCollection.output)")
+            let bogusSession = try call("/org/freedesktop/secrets/collection/default/1", "org.freedesktop.Secret.Item.GetSecret", ["/org/freedesktop/secrets/session/77"])
+            #expect(bogusSession.status != 0 && bogusSession.output.contains("NoSession"), "\(bogusSession.output)")
+            let foreign = await rig.python(["foreign-session", "service=keep"])
+            #expect(foreign.stdoutText.contains("own=method_return") && foreign.stdoutText.contains("foreign=org.freedesktop.Secret.Error.NoSession"),
+                    "\(foreign.stdoutText) \(foreign.stderr)")
+            let huge = await rig.python(["store", "Huge", "text/plain", "keep", "app=huge"], stdin: [UInt8](repeating: 0x41, count: (1 << 20) + 1))
+            #expect(huge.code != 0 && huge.stderr.contains("1 MiB"), "\(huge.stderr)")
+            #expect(await rig.python(["search", "app=huge"]).stdoutText.contains("found=0"))
+            // Still serving, nothing lost.
+            #expect(await rig.secretTool(["lookup", "service", "keep", "account", "me"]).stdoutText == "kept")
+            #expect(rig.provider?.poll() == nil)
         }
-        // dbus-send sends what it is told (gdbus checks the types first).
-        let typed = rig.run("/usr/bin/dbus-send", ["--session", "--dest=org.freedesktop.secrets", "--print-reply", "/org/freedesktop/secrets",
-                                                    "org.freedesktop.Secret.Service.SearchItems", "string:not-a-dictionary"])
-        #expect(typed.code != 0 && typed.stderr.contains("InvalidArgs"), "\(typed.stderr)")
-        let untyped = rig.run("/usr/bin/dbus-send", ["--session", "--dest=org.freedesktop.secrets", "--print-reply", "/org/freedesktop/secrets/collection/default",
-                                                      "org.freedesktop.Secret.Collection.CreateItem", "string:x", "int32:3"])
-        #expect(untyped.code != 0 && untyped.stderr.contains("InvalidArgs"), "\(untyped.stderr)")
-        let algorithm = try call("/org/freedesktop/secrets", "org.freedesktop.Secret.Service.OpenSession", ["rot13", "<''>"])
-        #expect(algorithm.status != 0 && algorithm.output.contains("NotSupported"), "\(algorithm.output)")
-        for path in ["/org/freedesktop/secrets/collection/default/999999", "/org/freedesktop/secrets/collection/default/x1"] {
-            let unknown = try call(path, "org.freedesktop.DBus.Properties.Get", ["org.freedesktop.Secret.Item", "Label"])
-            #expect(unknown.status != 0 && unknown.output.contains("NoSuchObject"), "\(unknown.output)")
-        }
-        let noCollection = try call("/org/freedesktop/secrets/collection/other", "org.freedesktop.Secret.Collection.SearchItems", ["{}"])
-        #expect(noCollection.status != 0, "\(noCollection.output)")
-        let bogusSession = try call("/org/freedesktop/secrets/collection/default/1", "org.freedesktop.Secret.Item.GetSecret", ["/org/freedesktop/secrets/session/77"])
-        #expect(bogusSession.status != 0 && bogusSession.output.contains("NoSession"), "\(bogusSession.output)")
-        let foreign = rig.python(["foreign-session", "service=keep"])
-        #expect(foreign.stdoutText.contains("own=method_return") && foreign.stdoutText.contains("foreign=org.freedesktop.Secret.Error.NoSession"),
-                "\(foreign.stdoutText) \(foreign.stderr)")
-        let huge = rig.python(["store", "Huge", "text/plain", "keep", "app=huge"], stdin: [UInt8](repeating: 0x41, count: (1 << 20) + 1))
-        #expect(huge.code != 0 && huge.stderr.contains("1 MiB"), "\(huge.stderr)")
-        #expect(rig.python(["search", "app=huge"]).stdoutText.contains("found=0"))
-        // Still serving, nothing lost.
-        #expect(rig.secretTool(["lookup", "service", "keep", "account", "me"]).stdoutText == "kept")
-        #expect(rig.provider?.poll() == nil)
     }
 
     @Test("a client that leaves during its prompt: the prompt ends, the reader is released, the provider serves on")
-    func clientLeavesDuringPrompt() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        #expect(rig.sandbox.setPasscode().code == 0)
-        #expect(rig.sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        try rig.startProvider(["--access", "biometry-any"])
-        #expect(rig.secretTool(["store", "--label=Gone", "service", "gone", "account", "1"], stdin: "s").code == 0)
-        let leaving = try rig.startPython(["prompt-and-wait", "service=gone"])
-        #expect(rig.provider?.waitForStderr("waiting for a touch") == true, "\(rig.log)")
-        kill(leaving.pid, SIGKILL)
-        _ = leaving.wait()
-        #expect(rig.provider?.waitForStderr("did not unlock") == true, "\(rig.log)")
-        // The reader is free: another client's prompt gets the touch.
-        let next = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "gone", "account", "1"])
-        #expect(rig.touchWhenAsked("alice", occurrence: 2), "\(rig.log)")
-        #expect(next.wait().stdoutText == "s")
+    func clientLeavesDuringPrompt() async throws {
+        try await SecretServiceRig.with() { rig in
+            #expect(await rig.setPasscode().code == 0)
+            #expect(await rig.enroll("right-index-finger", as: "alice").code == 0)
+            try await rig.startProvider(["--access", "biometry-any"])
+            #expect(await rig.secretTool(["store", "--label=Gone", "service", "gone", "account", "1"], stdin: "s").code == 0)
+            let leaving = try rig.startPython(["prompt-and-wait", "service=gone"])
+            #expect(await rig.waitForLog("waiting for a touch"), "\(rig.log)")
+            kill(leaving.pid, SIGKILL)
+            _ = await rig.wait(leaving)
+            #expect(await rig.waitForLog("did not unlock"), "\(rig.log)")
+            // The reader is free: another client's prompt gets the touch.
+            let next = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "gone", "account", "1"])
+            #expect(await rig.touchWhenAsked("alice", occurrence: 2), "\(rig.log)")
+            #expect(await rig.wait(next).stdoutText == "s")
+        }
     }
 
     @Test("the provider killed during a burst of writes: a new one finds every item it acknowledged, none corrupted")
-    func killedDuringWrites() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        let provider = try rig.startProvider()
-        var acknowledged: [Int] = []
-        for n in 0..<40 {
-            if n == 20 {
-                // The next stores race the kill.
-                let racing = try rig.startPython(["store", "Race", "text/plain", "keep", "app=race", "n=\(n)"])
-                kill(provider.pid, SIGKILL)
-                if racing.wait().code == 0 { acknowledged.append(n) }
-                _ = rig.stopProvider()
-                try rig.startProvider()
-                continue
+    func killedDuringWrites() async throws {
+        try await SecretServiceRig.with() { rig in
+            let provider = try await rig.startProvider()
+            var acknowledged: [Int] = []
+            for n in 0..<40 {
+                if n == 20 {
+                    // The next stores race the kill.
+                    let racing = try rig.startPython(["store", "Race", "text/plain", "keep", "app=race", "n=\(n)"])
+                    kill(provider.pid, SIGKILL)
+                    if await rig.wait(racing).code == 0 { acknowledged.append(n) }
+                    _ = await rig.stopProvider()
+                    try await rig.startProvider()
+                    continue
+                }
+                if await rig.python(["store", "Race", "text/plain", "keep", "app=race", "n=\(n)"], stdin: Array("v\(n)".utf8)).code == 0 { acknowledged.append(n) }
             }
-            if rig.python(["store", "Race", "text/plain", "keep", "app=race", "n=\(n)"], stdin: Array("v\(n)".utf8)).code == 0 { acknowledged.append(n) }
+            #expect(acknowledged.count >= 39)
+            for n in acknowledged where n != 20 {
+                #expect(await rig.python(["get", "app=race", "n=\(n)"]).stdoutText == "v\(n)")
+            }
+            let list = await rig.cli(["--sim", "list"]).stdoutText
+            // The store the kill raced may have been committed unacknowledged: at most one more.
+            let count = list.split(separator: "\n").count
+            #expect(!list.contains("corrupted") && (acknowledged.count...acknowledged.count + 1).contains(count), "\(list)")
         }
-        #expect(acknowledged.count >= 39)
-        for n in acknowledged where n != 20 {
-            #expect(rig.python(["get", "app=race", "n=\(n)"]).stdoutText == "v\(n)")
-        }
-        let list = rig.sandbox.run(["--sim", "list"]).stdoutText
-        // The store the kill raced may have been committed unacknowledged: at most one more.
-        let count = list.split(separator: "\n").count
-        #expect(!list.contains("corrupted") && (acknowledged.count...acknowledged.count + 1).contains(count), "\(list)")
     }
 
     @Test("the name: a second provider exits 1 naming the owner; with --replace it takes over and the first ends with 0")
-    func replace() throws {
-        let rig = try SecretServiceRig()
-        defer { rig.close() }
-        let first = try rig.startProvider()
-        let second = rig.sandbox.run(["--sim", "secret-service"], timeout: 60)
-        #expect(second.code == 1 && second.stderr.contains("owned by touchstone") && second.stderr.contains("--replace"), "\(second.stderr)")
-        let third = try rig.sandbox.start(["--sim", "secret-service", "--replace"])
-        #expect(third.waitForStderr("serving org.freedesktop.secrets"))
-        let ended = first.wait(timeout: 60)
-        #expect(ended.code == 0 && ended.stderr.contains("took org.freedesktop.secrets over"), "\(ended.stderr)")
-        #expect(rig.secretTool(["store", "--label=After", "service", "after", "account", "1"], stdin: "x").code == 0)
-        third.signal(SIGTERM)
-        #expect(third.wait().code == 0)
+    func replace() async throws {
+        try await SecretServiceRig.with() { rig in
+            let first = try await rig.startProvider()
+            let second = await rig.cli(["--sim", "secret-service"], timeout: 60)
+            #expect(second.code == 1 && second.stderr.contains("owned by touchstone") && second.stderr.contains("--replace"), "\(second.stderr)")
+            let third = try rig.sandbox.start(["--sim", "secret-service", "--replace"])
+            #expect(try await offPool { third.waitForStderr("serving org.freedesktop.secrets") })
+            let ended = await rig.wait(first, timeout: 60)
+            #expect(ended.code == 0 && ended.stderr.contains("took org.freedesktop.secrets over"), "\(ended.stderr)")
+            #expect(await rig.secretTool(["store", "--label=After", "service", "after", "account", "1"], stdin: "x").code == 0)
+            third.signal(SIGTERM)
+            #expect(await rig.wait(third).code == 0)
+        }
     }
 
     @Test("through touchstoned (sim start --daemon): items stored and found by attributes in the daemon's vault")
-    func daemonEngine() throws {
-        let rig = try SecretServiceRig(daemon: true)
-        defer { rig.close() }
-        try rig.startProvider()
-        #expect(rig.secretTool(["store", "--label=Via daemon", "protocol", "imap", "server", "mail.example.com"], stdin: "d-secret").code == 0)
-        #expect(rig.secretTool(["lookup", "server", "mail.example.com"]).stdoutText == "d-secret")
-        #expect(rig.python(["search", "protocol=imap"]).stdoutText.contains("found=1"))
-        let log = (try? String(contentsOfFile: rig.sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
-        #expect(log.contains("add: ok") && log.contains("search: ok"), "\(log)")
-        #expect(rig.sandbox.run(["--sim", "--embedded", "list"]).stdoutText.isEmpty, "the embedded vault has nothing of it")
+    func daemonEngine() async throws {
+        try await SecretServiceRig.with(daemon: true) { rig in
+            try await rig.startProvider()
+            #expect(await rig.secretTool(["store", "--label=Via daemon", "protocol", "imap", "server", "mail.example.com"], stdin: "d-secret").code == 0)
+            #expect(await rig.secretTool(["lookup", "server", "mail.example.com"]).stdoutText == "d-secret")
+            #expect(await rig.python(["search", "protocol=imap"]).stdoutText.contains("found=1"))
+            let log = (try? String(contentsOfFile: rig.sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
+            #expect(log.contains("add: ok") && log.contains("search: ok"), "\(log)")
+            #expect(await rig.cli(["--sim", "--embedded", "list"]).stdoutText.isEmpty, "the embedded vault has nothing of it")
+        }
     }
 }
 

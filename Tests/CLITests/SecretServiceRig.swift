@@ -8,7 +8,9 @@ import TouchstoneDBus
 /// it, and the real clients (secret-tool, Python's secretstorage and
 /// keyring, libsecret through PyGObject, git) run against it. Stopped by
 /// PID and removed in `close()`.
-final class SecretServiceRig {
+final class SecretServiceRig: @unchecked Sendable {
+    // @unchecked Sendable: one test's, used from its flow (its blocking
+    // steps run off the cooperative pool, one at a time).
     let sandbox: CLISandbox
     let bus: DBusRig
     private(set) var provider: RunningCLI?
@@ -29,10 +31,63 @@ final class SecretServiceRig {
         sandbox.extraEnvironment["TOUCHSTONE_PINENTRY"] = "/nonexistent/pinentry"
     }
 
-    /// Starts the provider; returns once it owns the name (nil: it did not,
-    /// its stderr in `failure`).
+    /// A rig made off the cooperative pool (it starts the simulator), given
+    /// to `body`, and closed after it, whether it returns or throws.
+    static func with(daemon: Bool = false, _ body: (SecretServiceRig) async throws -> Void) async throws {
+        let rig = try await offPool { try SecretServiceRig(daemon: daemon) }
+        do {
+            try await body(rig)
+        } catch {
+            await rig.closeOffPool()
+            throw error
+        }
+        await rig.closeOffPool()
+    }
+
+    // MARK: The blocking steps, awaited (each on a thread of its own)
+
     @discardableResult
-    func startProvider(_ arguments: [String] = []) throws -> RunningCLI {
+    func startProvider(_ arguments: [String] = []) async throws -> RunningCLI {
+        try await offPool { try self.startProviderBlocking(arguments) }
+    }
+
+    func stopProvider() async -> CLIResult? { try? await offPool { self.stopProviderBlocking() } }
+    func cli(_ arguments: [String], stdin: [UInt8] = [], timeout: TimeInterval = 120) async -> CLIResult {
+        await result { self.sandbox.run(arguments, stdin: stdin, timeout: timeout) }
+    }
+    func setPasscode() async -> CLIResult { await result { self.sandbox.setPasscode() } }
+    func enroll(_ finger: String, as id: String) async -> CLIResult { await result { self.sandbox.enroll(finger, as: id) } }
+    func run(_ program: String, _ arguments: [String], stdin: [UInt8] = [], environment extra: [String: String] = [:]) async -> CLIResult {
+        await result { self.runBlocking(program, arguments, stdin: stdin, environment: extra) }
+    }
+    func secretTool(_ arguments: [String], stdin: String = "") async -> CLIResult {
+        await run("/usr/bin/secret-tool", arguments, stdin: Array(stdin.utf8))
+    }
+    func python(_ arguments: [String], stdin: [UInt8] = []) async -> CLIResult {
+        await run("/usr/bin/python3", [Self.client] + arguments, stdin: stdin)
+    }
+    func wait(_ running: RunningCLI, timeout: TimeInterval = 120) async -> CLIResult {
+        await result { running.wait(timeout: timeout) }
+    }
+    func touchWhenAsked(_ id: String, occurrence: Int = 1) async -> Bool {
+        (try? await offPool { self.touchWhenAskedBlocking(id, occurrence: occurrence) }) ?? false
+    }
+    /// Whether the provider's stderr came to hold `text` within a minute.
+    func waitForLog(_ text: String) async -> Bool {
+        guard let provider else { return false }
+        return (try? await offPool { provider.waitForStderr(text) }) ?? false
+    }
+    func closeOffPool() async { _ = try? await offPool { self.close() } }
+
+    private func result(_ body: @escaping @Sendable () -> CLIResult) async -> CLIResult {
+        (try? await offPool(body)) ?? CLIResult(code: -1, stdout: [], stderr: "the step did not run")
+    }
+
+    // MARK: Blocking
+
+    /// Starts the provider; returns once it owns the name.
+    @discardableResult
+    func startProviderBlocking(_ arguments: [String] = []) throws -> RunningCLI {
         let running = try sandbox.start(["--sim", "secret-service"] + arguments)
         guard running.waitForStderr("serving org.freedesktop.secrets") else {
             let result = running.wait(timeout: 5)
@@ -43,7 +98,7 @@ final class SecretServiceRig {
     }
 
     /// Stops the provider with SIGTERM; its result.
-    func stopProvider() -> CLIResult? {
+    func stopProviderBlocking() -> CLIResult? {
         guard let provider else { return nil }
         self.provider = nil
         provider.signal(SIGTERM)
@@ -51,8 +106,8 @@ final class SecretServiceRig {
     }
 
     /// Runs another program with the sandbox's environment (the bus included).
-    func run(_ program: String, _ arguments: [String], stdin: [UInt8] = [], environment extra: [String: String] = [:],
-             timeout: TimeInterval = 120) -> CLIResult {
+    func runBlocking(_ program: String, _ arguments: [String], stdin: [UInt8] = [], environment extra: [String: String] = [:],
+                     timeout: TimeInterval = 120) -> CLIResult {
         do {
             return try start(program, arguments, stdin: stdin, environment: extra).wait(timeout: timeout)
         } catch {
@@ -65,22 +120,13 @@ final class SecretServiceRig {
                              scratch: sandbox.scratch, program: program)
     }
 
-    func secretTool(_ arguments: [String], stdin: String = "") -> CLIResult {
-        run("/usr/bin/secret-tool", arguments, stdin: Array(stdin.utf8))
-    }
-
-    /// A step of Tests/Fixtures/secret-service-client.py.
-    func python(_ arguments: [String], stdin: [UInt8] = []) -> CLIResult {
-        run("/usr/bin/python3", [Self.client] + arguments, stdin: stdin)
-    }
-
     func startPython(_ arguments: [String]) throws -> RunningCLI {
         try start("/usr/bin/python3", [Self.client] + arguments)
     }
 
-    /// Waits until the provider says it waits for a touch, then touches
-    /// with simulated finger `id`.
-    func touchWhenAsked(_ id: String, occurrence: Int = 1) -> Bool {
+    /// Waits until the provider says it waits for a touch (the
+    /// `occurrence`th time), then touches with simulated finger `id`.
+    func touchWhenAskedBlocking(_ id: String, occurrence: Int = 1) -> Bool {
         guard let provider else { return false }
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
@@ -96,7 +142,7 @@ final class SecretServiceRig {
     var log: String { provider?.stderrSoFar ?? "" }
 
     func close() {
-        _ = stopProvider()
+        _ = stopProviderBlocking()
         bus.close()
         sandbox.close()
     }
@@ -141,3 +187,7 @@ final class NotificationRecorder: DBusObject, @unchecked Sendable {
 
     func property(_ name: String, interface: String, path: String) -> DBusValue? { nil }
 }
+
+// @unchecked Sendable: a process handle one test owns; its steps run one at
+// a time, some of them off the cooperative pool.
+extension RunningCLI: @unchecked Sendable {}

@@ -65,13 +65,6 @@ private final class SoftwareKey: AgentKey, @unchecked Sendable {
 /// `body` on a thread of its own, awaited: blocking work (a program run, a
 /// socket read) there leaves the Swift concurrency threads free for the
 /// agent's tasks, which answer it.
-private func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
-        startDetachedThread(name: "test-blocking") { continuation.resume(returning: Result { try body() }) }
-    }
-    return try result.get()
-}
-
 /// A program's status and output (stdout and stderr), run with `environment`.
 private func run(_ program: String, _ arguments: [String], environment: [String: String], in folder: String) async throws -> (Int32, String) {
     try await offPool {
