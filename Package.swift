@@ -110,7 +110,8 @@ let package = Package(
         // What the command's processes share: errors as exit codes and
         // messages, output. Links no backend.
         .target(name: "TouchstoneCLISupport", dependencies: ["TouchstoneClient", "TouchstoneCommandLine"]),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport",
+                                                            "TouchstoneSSH", "TouchstoneSecretService", "TouchstoneDBus"],
                           linkerSettings: exportSharedCryptoContext),
         .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"],
                           linkerSettings: staticClient),

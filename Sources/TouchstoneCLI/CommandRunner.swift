@@ -17,6 +17,8 @@ enum CommandRunner {
         let task = Task.detached { await execute(command, options) }
         signals.onSignal { task.cancel() }
         let code = await task.value
+        // A server (the ssh-agent) ends on SIGTERM as its job: exit 0.
+        if case .sshAgent = command { return code }
         return signals.wasSignalled ? ExitCode.cancelled.rawValue : code
     }
 
@@ -52,6 +54,8 @@ enum CommandRunner {
         case .sim(let sim): try await session.simulator(sim)
         case .demo: throw CLIFailure(.failure, "demo runs on its own")
         case .importVault(let remove): try await session.importVault(remove: remove)
+        case .sshKey(let action): try await session.sshKey(action)
+        case .sshAgent(let socket): try await session.sshAgent(socket: socket)
         }
     }
 }

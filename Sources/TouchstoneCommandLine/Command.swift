@@ -33,6 +33,20 @@ public enum Command: Sendable, Hashable {
     /// `import [--remove]`: move the embedded vault of the state folder into
     /// the daemon.
     case importVault(remove: Bool)
+    /// `ssh-key create|list|delete`: keys made and kept by the TPM.
+    case sshKey(SSHKeyAction)
+    /// `ssh-agent [--socket PATH]`; `socket` is nil for the default.
+    case sshAgent(socket: String?)
+
+    /// What `ssh-key` does.
+    public enum SSHKeyAction: Sendable, Hashable {
+        /// `create NAME [--access SPEC] [--comment TEXT]`.
+        case create(name: String, access: AccessControl, comment: String?)
+        /// `list`.
+        case list
+        /// `delete NAME`.
+        case delete(name: String)
+    }
 
     /// What `passcode` does.
     public enum PasscodeAction: String, Sendable, Hashable, CaseIterable {
@@ -100,6 +114,10 @@ public enum Command: Sendable, Hashable {
             }
         case .demo: "demo"
         case .importVault: "import"
+        case .sshKey(.create): "ssh-key create"
+        case .sshKey(.list): "ssh-key list"
+        case .sshKey(.delete): "ssh-key delete"
+        case .sshAgent: "ssh-agent"
         }
     }
 }

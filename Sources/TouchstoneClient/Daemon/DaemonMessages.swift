@@ -42,6 +42,14 @@ package enum DaemonCall: Codable, Sendable, Hashable {
     /// attached). Every failure is a `.keychain` outcome, as the three
     /// calls' failures read on the client.
     case getSecret(service: String, account: String, reason: String, touchTimeoutMilliseconds: Int)
+    /// ssh keys (docs/ssh.md): made, listed, deleted, signed with by the
+    /// daemon's TPM; nothing of a private key ever crosses the socket.
+    case createSSHKey(name: String, comment: String, access: AccessControl)
+    case sshKeys
+    case deleteSSHKey(name: String)
+    case sshKeyOpenAccess(name: String)
+    /// `digest`: SHA-256 of the data to sign; `grant` as for `secret`.
+    case signSSH(name: String, digest: [UInt8], grant: UInt64?)
 
     /// A short name for the daemon's log (no item names, no secrets).
     package var name: String {
@@ -66,6 +74,11 @@ package enum DaemonCall: Codable, Sendable, Hashable {
         case .attributes: "attributes"
         case .importFingers: "import-fingers"
         case .getSecret: "get"
+        case .createSSHKey: "ssh-key-create"
+        case .sshKeys: "ssh-key-list"
+        case .deleteSSHKey: "ssh-key-delete"
+        case .sshKeyOpenAccess: "ssh-key-open-access"
+        case .signSSH: "ssh-sign"
         }
     }
 
@@ -116,6 +129,9 @@ package enum DaemonResult: Codable, Sendable {
     case attributes(ItemAttributes)
     /// The secret is the response's first secret.
     case secret
+    case sshKey(SSHKeyInfo)
+    case sshKeys([SSHKeyInfo])
+    case signature(r: [UInt8], s: [UInt8])
 }
 
 /// The response frame's control part.
