@@ -156,4 +156,32 @@ struct SSHAgentCLITests {
         #expect(sandbox.run(["--sim", "ssh-key", "delete", "k"]).code == 8)
         #expect(sandbox.run(["--sim", "ssh-key", "list"]).stdoutText.isEmpty)
     }
+
+    @Test("a passcode key signs with the passcode (here --passcode-fd, one line per signature) and not with a wrong one; after a passcode change it signs with the new one and no longer with the old")
+    func passcodeKeyAcrossAChange() throws {
+        let rig = try SSHAgentRig(enroll: false)
+        defer { rig.close() }
+        let line = try rig.createKey("pc", access: "passcode")
+        let newPasscode = "n3w-passcode"
+        let lines = ["wrong-passcode", CLISandbox.passcode, newPasscode, CLISandbox.passcode].map { $0 + "\n" }.joined()
+        let agent = try rig.sandbox.start(["--sim", "--passcode-fd", "3", "ssh-agent", "--socket", rig.socket], fd3: Array(lines.utf8))
+        defer {
+            agent.signal(SIGTERM)
+            _ = agent.wait(timeout: 60)
+        }
+        #expect(agent.waitForStderr("listening on"), "\(agent.stderrSoFar)")
+        let pub = try rig.file("pc.pub", line + "\n"), message = try rig.file("message", "m\n")
+        func sign() -> Bool {
+            try? FileManager.default.removeItem(atPath: message + ".sig")
+            let result = rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", message])
+            return result.code == 0 && FileManager.default.fileExists(atPath: message + ".sig")
+        }
+        #expect(!sign(), "a wrong passcode signs nothing")
+        #expect(sign(), "the passcode signs: \(agent.stderrSoFar)")
+        let changed = rig.sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "0"],
+                                      stdin: Array((CLISandbox.passcode + "\n" + newPasscode + "\n").utf8))
+        #expect(changed.code == 0, "\(changed.stderr)")
+        #expect(sign(), "the new passcode signs: \(agent.stderrSoFar)")
+        #expect(!sign(), "the old passcode no longer does")
+    }
 }
