@@ -108,4 +108,15 @@ struct SigningKeyTests {
             #expect(verifies(r, s, digest: digest, point: both.publicPoint))
         }
     }
+
+    @Test("a signing key's blob signs on no other TPM: refused as another TPM's before any command")
+    func otherTPM() throws {
+        try withSwtpm { _, tpm in
+            let key = try tpm.createSigningKey(policy: .deviceBound)
+            _ = try tpm.sign(digest: Self.digest("here"), with: key.blob, via: .device)
+            try withSwtpm { _, other in
+                #expect(throws: TPMError.foreignBlob) { try other.sign(digest: Self.digest("there"), with: key.blob, via: .device) }
+            }
+        }
+    }
 }
