@@ -198,34 +198,29 @@ extension Vault {
         do { return try SealedBlob(serialized: row.tpm) } catch { throw VaultError.corrupted("an ssh key's TPM blob is damaged") }
     }
 
-    /// The key's metadata (no authentication).
-    package func sshKey(name: String) throws -> SSHKeyInfo {
-        let (row, info) = try loadSSHKey(name)
-        var checked = info
-        let classKeys = try classKeys()
-        checked.state = try sshKeyState(row, info, classKeys) { try? self.enrollmentGeneration() }
-        return checked
-    }
-
     /// The key's ways to sign that are still open, as an access control
-    /// (what to ask for); `itemInvalidated` when none is.
+    /// (what to ask for); `itemInvalidated` when none is. As for items,
+    /// the enrolment generation comes from the database (no TPM command):
+    /// the TPM checks the counter itself at the signature.
     package func sshKeyOpenAccess(name: String) throws -> AccessControl {
-        let info = try sshKey(name: name)
-        guard info.state == .ok else { throw VaultError.itemInvalidated }
-        if info.access.flags.isEmpty || info.access.combination == .all { return info.access }
-        let (row, _) = try loadSSHKey(name)
+        let (row, info) = try loadSSHKey(name)
         let blob = try Self.sshBlob(row)
+        guard try TPM.publicPoint(of: blob) == info.publicPoint else { throw VaultError.corrupted("the ssh key \(name)'s TPM key is not its own") }
+        if info.access.flags.isEmpty { return .none }
         let classKeys = try classKeys()
-        var open: [AccessFlag] = []
-        if let bio = blob.policy.biometric, bio.counterAtMost == (try? enrollmentGeneration()) { open.append(.biometryCurrentSet) }
+        let generation = try? committedGeneration(.enrollment)
+        var open: [[AccessFlag]] = []
+        if let bio = blob.policy.biometric, bio.counterAtMost == generation { open.append([.biometryCurrentSet]) }
         if let authAccess = Self.authAccess(info.access) {
             let wraps = try self.wraps(of: row.asItem)
-            for (wrap, alternative) in zip(wraps, authAccess.alternatives) where Self.isOpen(wrap, classKeys, try? enrollmentGeneration()) {
-                open += alternative
+            guard Self.ways(wraps, match: authAccess) else { throw VaultError.corrupted("the ssh key \(name)'s wrapped keys do not match its access") }
+            for (wrap, alternative) in zip(wraps, authAccess.alternatives) where Self.isOpen(wrap, classKeys, generation) {
+                open.append(alternative)
             }
         }
         guard !open.isEmpty else { throw VaultError.itemInvalidated }
-        return AccessControl(stored: open, combination: .any)
+        if info.access.combination == .all { return info.access }
+        return AccessControl(stored: open.flatMap { $0 }, combination: .any)
     }
 
     // MARK: - Sign
