@@ -27,6 +27,20 @@ extension Session {
             }
         case .delete(let name):
             try await sshKeyCall(name) { try await withDevice { try await $0.sshKeys.delete(name: name) } }
+        case .sign(let name, let namespace, let reason):
+            let message = Array(FileHandle.standardInput.readDataToEndOfFile())
+            let armored = try await sshKeyCall(name) {
+                try await withDevice { device in
+                    guard let info = try await device.sshKeys.list().first(where: { $0.name == name }) else { throw KeychainError.itemNotFound }
+                    guard let key = SSHPublicKey(point: info.publicPoint, comment: info.comment) else { throw KeychainError.corrupted("the ssh key's record") }
+                    let signature = try await device.sshKeys.sign(SSHSignatureFile.signedData(message: message, namespace: namespace),
+                                                                  name: name, context: makeContext(device),
+                                                                  reason: reason ?? "touchstone ssh-key sign: sign with the ssh key \(SafeText.quoted(name))")
+                    return SSHSignatureFile.armored(publicKey: key, namespace: namespace, r: signature.r, s: signature.s)
+                }
+            }
+            try Task.checkCancellation()
+            Output.result(String(armored.dropLast()))
         }
     }
 

@@ -46,6 +46,8 @@ public enum Command: Sendable, Hashable {
         case list
         /// `delete NAME`.
         case delete(name: String)
+        /// `sign NAME [--namespace NS] [--reason TEXT]`: the message on stdin.
+        case sign(name: String, namespace: String, reason: String?)
     }
 
     /// What `passcode` does.
@@ -117,6 +119,7 @@ public enum Command: Sendable, Hashable {
         case .sshKey(.create): "ssh-key create"
         case .sshKey(.list): "ssh-key list"
         case .sshKey(.delete): "ssh-key delete"
+        case .sshKey(.sign): "ssh-key sign"
         case .sshAgent: "ssh-agent"
         }
     }

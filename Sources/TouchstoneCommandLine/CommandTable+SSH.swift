@@ -42,6 +42,20 @@ extension CommandTable {
                 discussion: "Needs no authentication.",
                 arguments: [SSHArgument.name],
                 make: { invocation throws(UsageError) in .sshKey(.delete(name: try invocation.requiredText(SSHArgument.name))) }),
+            CommandDescription(
+                name: "sign",
+                abstract: "Sign stdin with a key, as 'ssh-keygen -Y sign' does; the armored signature on stdout.",
+                discussion: """
+                    Needs what the key's access asks for. 'ssh-keygen -Y verify -n <namespace>' and git \
+                    read the signature. Exit 10: a biometry-current-set key invalidated by an enrolment change.
+                    """,
+                arguments: [SSHArgument.name],
+                options: [SSHOption.namespace, SSHOption.reason],
+                make: { invocation throws(UsageError) in
+                    let namespace = try invocation.optionText(SSHOption.namespace) ?? "file"
+                    return .sshKey(.sign(name: try invocation.requiredText(SSHArgument.name), namespace: namespace,
+                                         reason: try invocation.optionText(SSHOption.reason)))
+                }),
         ])
 
     static let sshAgent = CommandDescription(
@@ -60,6 +74,8 @@ extension CommandTable {
     private enum SSHOption {
         static let access = OptionDescription(names: ["--access"], valueName: "spec", help: "What each signature needs.", defaultValue: "user-presence")
         static let comment = OptionDescription(names: ["--comment"], valueName: "text", help: "The comment of the public key line.")
+        static let namespace = OptionDescription(names: ["--namespace"], valueName: "namespace", help: "The signature's namespace (ssh-keygen's -n).", defaultValue: "file")
+        static let reason = OptionDescription(names: ["--reason"], valueName: "text", help: "Why the signature is wanted, shown while waiting for a touch.")
         static let socket = OptionDescription(names: ["--socket"], valueName: "path", help: "Where to listen.", defaultValue: "$XDG_RUNTIME_DIR/touchstone/ssh-agent.sock")
     }
 

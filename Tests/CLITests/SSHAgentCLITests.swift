@@ -184,4 +184,33 @@ struct SSHAgentCLITests {
         #expect(sign(), "the new passcode signs: \(agent.stderrSoFar)")
         #expect(!sign(), "the old passcode no longer does")
     }
+
+    @Test("ssh-key sign: the owner's touch signs stdin and ssh-keygen -Y verify accepts the file (not for another message or namespace); after an enrolment change a current-set key is exit 10, a missing one exit 8")
+    func signCommand() throws {
+        let rig = try SSHAgentRig()
+        defer { rig.close() }
+        let line = try rig.createKey("current", access: "biometry-current-set", comment: "alice@sign")
+        let message = Array("release v1.0\n".utf8)
+        let signed = rig.sandbox.withTouch(SSHAgentRig.owner, ["--sim", "ssh-key", "sign", "current", "--namespace", "release"], stdin: message)
+        #expect(signed.code == 0 && signed.stdoutText.hasPrefix("-----BEGIN SSH SIGNATURE-----\n")
+                && signed.stdoutText.hasSuffix("-----END SSH SIGNATURE-----\n"), "\(signed.stderr)")
+        let signature = try rig.file("message.sig", signed.stdoutText)
+        let allowed = try rig.file("allowed", "alice@sign " + line + "\n")
+        _ = try rig.file("message", String(decoding: message, as: UTF8.self))
+        _ = try rig.file("other", "release v1.1\n")
+        func verify(_ file: String, namespace: String) -> Int32 {
+            rig.run("/bin/sh", ["-c", "exec ssh-keygen -Y verify -f \"$1\" -I alice@sign -n \"$2\" -s \"$3\" < \"$4\"", "sh",
+                                allowed, namespace, signature, rig.sandbox.scratch + "/" + file]).code
+        }
+        #expect(verify("message", namespace: "release") == 0)
+        #expect(verify("other", namespace: "release") != 0, "another message")
+        #expect(verify("message", namespace: "file") != 0, "another namespace")
+        let stranger = rig.sandbox.withTouch(SSHAgentRig.stranger, ["--sim", "ssh-key", "sign", "current"], stdin: message)
+        #expect(stranger.code == 2 && stranger.stdout.isEmpty, "\(stranger.stderr)")
+
+        #expect(rig.sandbox.enroll("left-index-finger", as: "alice-left").code == 0)
+        let invalidated = rig.sandbox.run(["--sim", "ssh-key", "sign", "current"], stdin: message)
+        #expect(invalidated.code == 10 && invalidated.stdout.isEmpty && invalidated.stderr.contains("invalidated"), "\(invalidated.stderr)")
+        #expect(rig.sandbox.run(["--sim", "ssh-key", "sign", "nope"], stdin: message).code == 8)
+    }
 }

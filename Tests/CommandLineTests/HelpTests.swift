@@ -6,7 +6,7 @@ struct HelpTests {
     /// The commands with an ARGUMENTS section.
     static let withArguments: Set<[String]> = [
         ["enroll"], ["unenroll"], ["add"], ["get"], ["update"], ["delete"],
-        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["help"], ["ssh-key", "create"], ["ssh-key", "delete"],
+        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["help"], ["ssh-key", "create"], ["ssh-key", "delete"], ["ssh-key", "sign"],
     ]
     /// The commands with a SUBCOMMANDS section.
     static let groups: Set<[String]> = [[], ["passcode"], ["sim"], ["ssh-key"]]
