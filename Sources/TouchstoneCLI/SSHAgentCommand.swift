@@ -54,6 +54,8 @@ final class AgentSigner: Sendable {
     let interaction: AgentInteraction
     let timeout: Duration
     let notifier: DesktopNotifier?
+    /// One signature at a time: one touch, one prompt naming its requester.
+    private let turns = OneAtATime()
 
     init(device: TouchstoneDevice, interaction: AgentInteraction, timeout: Duration, notifier: DesktopNotifier?) {
         self.device = device
@@ -77,6 +79,10 @@ final class AgentSigner: Sendable {
     }
 
     func sign(_ data: [UInt8], name: String, requester: AgentPeer) async throws -> (r: [UInt8], s: [UInt8]) {
+        try await turns.run { try await self.signNow(data, name: name, requester: requester) }
+    }
+
+    private func signNow(_ data: [UInt8], name: String, requester: AgentPeer) async throws -> (r: [UInt8], s: [UInt8]) {
         let reason = "\(requester) asks to sign with the ssh key \(SafeText.quoted(name))"
         let context = device.makeContext()
         context.interaction = interaction

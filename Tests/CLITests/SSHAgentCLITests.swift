@@ -213,4 +213,27 @@ struct SSHAgentCLITests {
         #expect(invalidated.code == 10 && invalidated.stdout.isEmpty && invalidated.stderr.contains("invalidated"), "\(invalidated.stderr)")
         #expect(rig.sandbox.run(["--sim", "ssh-key", "sign", "nope"], stdin: message).code == 8)
     }
+
+    @Test("two programs asking at once: the agent takes them one at a time, one touch each, and both get their signature")
+    func twoRequestsAtOnce() throws {
+        let rig = try SSHAgentRig()
+        defer { rig.close() }
+        let line = try rig.createKey("k", access: "biometry-any")
+        try rig.startAgent()
+        let pub = try rig.file("k.pub", line + "\n")
+        let first = try rig.file("first", "1\n"), second = try rig.file("second", "2\n")
+        let before = rig.touchRequests
+        let signing = try [first, second].map {
+            try CLIProcess.start(["-Y", "sign", "-f", pub, "-n", "file", $0], environment: rig.sandbox.environment,
+                                 scratch: rig.sandbox.scratch, program: "/usr/bin/ssh-keygen")
+        }
+        for asked in [before, before + 1] {
+            #expect(rig.waitForTouchRequest(after: asked), "request \(asked - before + 1) asks for a touch")
+            #expect(rig.touchRequests == asked + 1, "one prompt at a time")
+            #expect(rig.sandbox.run(["sim", "touch", SSHAgentRig.owner, "--wait", "60"]).code == 0)
+        }
+        let results = signing.map { $0.wait() }
+        #expect(results.allSatisfy { $0.code == 0 }, "\(results.map(\.stderr))")
+        #expect([first, second].allSatisfy { FileManager.default.fileExists(atPath: $0 + ".sig") })
+    }
 }
