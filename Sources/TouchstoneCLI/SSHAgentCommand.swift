@@ -17,7 +17,9 @@ extension Session {
                                      timeout: options.timeout, notifier: notifier)
             let agent: SSHAgent
             do {
-                agent = try SSHAgent(socket: path) { await signer.keys() }
+                agent = try SSHAgent(socket: path, refused: { AgentSigner.log("refused a connection from \($0) of uid \($0.uid)") }) {
+                    await signer.keys()
+                }
             } catch {
                 throw CLIFailure(.failure, "cannot serve the agent: \(error)")
             }

@@ -56,4 +56,34 @@ struct SSHDaemonTests {
         #expect(verified.code == 0, "\(verified.stdoutText) \(verified.stderr)")
         #expect(rig.daemonLog.contains("ssh-sign"), "the daemon's log names the call")
     }
+
+    @Test("the agent answers its own user and root only: bob, on a socket he may open, is closed unanswered and logged, while alice and root list her key")
+    func agentRefusesOtherUsers() throws {
+        let rig = try DaemonRig()
+        defer { rig.close() }
+        try rig.setUp(rig.alice)
+        #expect(rig.run(rig.alice, ["ssh-key", "create", "k", "--access", "none"]).code == 0)
+        // A folder anyone may enter, and the socket opened to all: only the agent's own check is left.
+        let folder = try makeTemporaryDirectory("tsu")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        chmod(folder, 0o777)
+        let socket = folder + "/agent.sock"
+        let agent = try rig.start(rig.alice, ["ssh-agent", "--socket", socket])
+        defer {
+            agent.signal(SIGTERM)
+            _ = agent.wait(timeout: 60)
+        }
+        #expect(agent.waitForStderr("listening on"), "\(agent.stderrSoFar)")
+        chmod(socket, 0o666)
+        func list(as user: TestUser?) throws -> CLIResult {
+            try CLIProcess.start(["-l"], environment: ["PATH": "/usr/bin:/bin", "SSH_AUTH_SOCK": socket, "HOME": folder],
+                                 scratch: rig.scratch, wrapper: try user?.wrapper() ?? [], program: "/usr/bin/ssh-add").wait()
+        }
+        let alice = try list(as: rig.alice), root = try list(as: nil), bob = try list(as: rig.bob)
+        #expect(alice.code == 0 && alice.stdoutText.contains("(ECDSA)"), "\(alice.stderr)")
+        #expect(root.code == 0 && root.stdoutText.contains("(ECDSA)"), "\(root.stderr)")
+        #expect(bob.code != 0 && !bob.stdoutText.contains("(ECDSA)"), "\(bob.stdoutText)")
+        #expect(agent.stderrSoFar.contains("refused a connection from ssh-add (pid ") && agent.stderrSoFar.contains("of uid \(rig.bob.uid)"),
+                "\(agent.stderrSoFar)")
+    }
 }
