@@ -78,11 +78,13 @@ extension Vault {
     /// adding an item); the passcode must be set for any access but `none`.
     package func createSSHKey(name: String, comment: String, access: AccessControl) throws -> SSHKeyInfo {
         try requireWritable()
-        guard !name.isEmpty, name.utf8.count <= Self.maximumSSHKeyName, !name.contains(where: { $0.isNewline || $0 == "\0" }) else {
-            throw VaultError.invalidInput("an ssh key's name is 1 to \(Self.maximumSSHKeyName) bytes, without line breaks")
+        // No control characters: names and comments are shown in tab-separated lines and in the .pub line.
+        func clean(_ text: String) -> Bool { !text.unicodeScalars.contains { $0.properties.generalCategory == .control } }
+        guard !name.isEmpty, name.utf8.count <= Self.maximumSSHKeyName, clean(name) else {
+            throw VaultError.invalidInput("an ssh key's name is 1 to \(Self.maximumSSHKeyName) bytes, without control characters")
         }
-        guard comment.utf8.count <= Self.maximumFieldSize, !comment.contains(where: { $0.isNewline || $0 == "\0" }) else {
-            throw VaultError.invalidInput("an ssh key's comment is at most \(Self.maximumFieldSize) bytes, without line breaks")
+        guard comment.utf8.count <= Self.maximumFieldSize, clean(comment) else {
+            throw VaultError.invalidInput("an ssh key's comment is at most \(Self.maximumFieldSize) bytes, without control characters")
         }
         if !access.flags.isEmpty { guard isPasscodeSet else { throw VaultError.passcodeNotSet } }
         let lookup = sshLookup(name)

@@ -82,7 +82,10 @@ struct SSHKeyVaultTests {
         #expect(throws: VaultError.self) { try rig.vault.signSSH(name: "first-key-name", digest: Self.digest, proof: .none) }
         #expect(try rig.vault.sshKeys().first?.state == .corrupted, "metadata bound to its row's lookup")
         try db.query("UPDATE ssh_keys SET metadata = ? WHERE id = ?", [.blob(rows[0].2), .integer(rows[0].0)])
-        #expect(try rig.vault.sshKeys().first == first, "put back, it reads and signs again")
+        // Put back, it reads and signs again (the creation time as stored: seconds since 1970, a Double).
+        let back = try #require(try rig.vault.sshKeys().first)
+        #expect(back.name == first.name && back.comment == first.comment && back.publicPoint == first.publicPoint && back.state == .ok)
+        #expect(abs(back.created.timeIntervalSince(first.created)) < 0.001)
         #expect(Self.signs(rig.vault, "first-key-name", .none))
     }
 
@@ -101,5 +104,15 @@ struct SSHKeyVaultTests {
                 : .passcode(PasscodeAuth(authValue: SecureBytes.random(count: 32)))
             #expect(throws: TPMError.self, "\(name): without the gate") { try plain.sign(digest: Self.digest, with: blob, via: branch) }
         }
+    }
+
+    @Test("bad names and comments are refused before anything is made: empty, too long, control characters", arguments: [
+        ("", ""), (String(repeating: "n", count: 257), ""), ("tab\there", ""), ("line\nbreak", ""), ("ok", "bell\u{7}"),
+    ])
+    func badNames(_ name: String, _ comment: String) throws {
+        let rig = try VaultRig()
+        #expect(throws: VaultError.self) { try rig.vault.createSSHKey(name: name, comment: comment, access: .none) }
+        #expect(try rig.vault.sshKeys().isEmpty)
+        #expect(try rig.vault.createSSHKey(name: String(repeating: "n", count: 256), comment: "a comment", access: .none).publicPoint.count == 65)
     }
 }
