@@ -66,7 +66,7 @@ extension Vault {
     }
 
     /// The access control of the key's authValue, from the key's.
-    private static func authAccess(_ access: AccessControl) -> AccessControl? {
+    static func authAccess(_ access: AccessControl) -> AccessControl? {
         if access.flags.isEmpty { return nil }
         let others = access.combination == .all ? access.flags : access.flags.filter { $0 != .biometryCurrentSet }
         return others.isEmpty ? nil : AccessControl(stored: others, combination: access.combination)
@@ -135,7 +135,7 @@ extension Vault {
     }
 
     /// The key named `name`, its metadata opened and checked against the name.
-    private func loadSSHKey(_ name: String) throws -> (StoredSSHKey, SSHKeyInfo) {
+    func loadSSHKey(_ name: String) throws -> (StoredSSHKey, SSHKeyInfo) {
         let lookup = sshLookup(name)
         guard let row = try db.firstRow("SELECT \(Self.sshColumns) FROM ssh_keys WHERE lookup = ?", blob: lookup, Self.storedSSHKey) else {
             throw VaultError.itemNotFound
