@@ -114,7 +114,7 @@ let package = Package(
         // messages, output. Links no backend.
         .target(name: "TouchstoneCLISupport", dependencies: ["TouchstoneClient", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport",
-                                                            "TouchstoneSecretService"],
+                                                            "TouchstoneSSH", "TouchstoneSecretService", "TouchstoneDBus"],
                           linkerSettings: exportSharedCryptoContext),
         .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"],
                           linkerSettings: staticClient),
@@ -135,7 +135,8 @@ let package = Package(
         .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator",
                                                  "TouchstoneDBus"],
                 path: "Tests/TestRigs"),
-        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext"],
+        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
+                                                 "COpenSSL"],
                     linkerSettings: exportSharedCryptoContext),
         .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),

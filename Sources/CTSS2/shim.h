@@ -70,6 +70,7 @@ static const TPM2_ALG_ID ts_ALG_AES        = TPM2_ALG_AES;
 static const TPM2_ALG_ID ts_ALG_CFB        = TPM2_ALG_CFB;
 static const TPM2_ALG_ID ts_ALG_NULL       = TPM2_ALG_NULL;
 static const TPM2_ALG_ID ts_ALG_KEYEDHASH  = TPM2_ALG_KEYEDHASH;
+static const TPM2_ALG_ID ts_ALG_ECDSA      = TPM2_ALG_ECDSA;
 static const TPM2_ECC_CURVE ts_ECC_NIST_P256 = TPM2_ECC_NIST_P256;
 
 // Object attributes
@@ -81,6 +82,7 @@ static const TPMA_OBJECT ts_OBJ_ADMINWITHPOLICY     = TPMA_OBJECT_ADMINWITHPOLIC
 static const TPMA_OBJECT ts_OBJ_NODA                = TPMA_OBJECT_NODA;
 static const TPMA_OBJECT ts_OBJ_RESTRICTED          = TPMA_OBJECT_RESTRICTED;
 static const TPMA_OBJECT ts_OBJ_DECRYPT             = TPMA_OBJECT_DECRYPT;
+static const TPMA_OBJECT ts_OBJ_SIGN                = TPMA_OBJECT_SIGN_ENCRYPT;
 
 // NV attributes
 static const TPMA_NV ts_NV_AUTHWRITE   = TPMA_NV_AUTHWRITE;
@@ -108,6 +110,7 @@ static const TPM2_CC ts_CC_PolicyAuthValue   = TPM2_CC_PolicyAuthValue;
 static const TPM2_CC ts_CC_PolicyCommandCode = TPM2_CC_PolicyCommandCode;
 static const TPM2_CC ts_CC_PolicySecret      = TPM2_CC_PolicySecret;
 static const TPM2_CC ts_CC_Unseal            = TPM2_CC_Unseal;
+static const TPM2_CC ts_CC_Sign              = TPM2_CC_Sign;
 static const TPM2_CC ts_CC_NV_ChangeAuth     = TPM2_CC_NV_ChangeAuth;
 
 // Misc
@@ -124,5 +127,7 @@ static const TPM2_PT ts_PT_LOCKOUT_RECOVERY = TPM2_PT_LOCKOUT_RECOVERY;
 static const TPM2_HANDLE ts_HR_NV_INDEX     = TPM2_HR_NV_INDEX;
 static const TPM2_HANDLE ts_HR_PERSISTENT   = TPM2_HR_PERSISTENT;
 static const TPM2_HANDLE ts_RH_OWNER        = TPM2_RH_OWNER;
+static const TPM2_HANDLE ts_RH_NULL         = TPM2_RH_NULL;
+static const TPM2_ST ts_ST_HASHCHECK        = TPM2_ST_HASHCHECK;
 
 #endif

@@ -17,8 +17,10 @@ enum CommandRunner {
         let task = Task.detached { await execute(command, options) }
         signals.onSignal { task.cancel() }
         let code = await task.value
-        // A provider's normal end is a signal.
+        // A server's normal end is a signal: the Secret Service provider and
+        // the ssh-agent end on SIGTERM as their job (exit 0).
         if case .secretService = command, signals.wasSignalled { return code }
+        if case .sshAgent = command { return code }
         return signals.wasSignalled ? ExitCode.cancelled.rawValue : code
     }
 
@@ -55,6 +57,8 @@ enum CommandRunner {
         case .demo: throw CLIFailure(.failure, "demo runs on its own")
         case .importVault(let remove): try await session.importVault(remove: remove)
         case .secretService(let replace, let access): try await session.secretService(replace: replace, access: access)
+        case .sshKey(let action): try await session.sshKey(action)
+        case .sshAgent(let socket): try await session.sshAgent(socket: socket)
         }
     }
 }

@@ -36,6 +36,22 @@ public enum Command: Sendable, Hashable {
     /// `secret-service [--replace] [--access SPEC]`: the Secret Service
     /// provider; `access`: what items that clients create get.
     case secretService(replace: Bool, access: AccessControl)
+    /// `ssh-key create|list|delete`: keys made and kept by the TPM.
+    case sshKey(SSHKeyAction)
+    /// `ssh-agent [--socket PATH]`; `socket` is nil for the default.
+    case sshAgent(socket: String?)
+
+    /// What `ssh-key` does.
+    public enum SSHKeyAction: Sendable, Hashable {
+        /// `create NAME [--access SPEC] [--comment TEXT]`.
+        case create(name: String, access: AccessControl, comment: String?)
+        /// `list`.
+        case list
+        /// `delete NAME`.
+        case delete(name: String)
+        /// `sign NAME [--namespace NS] [--reason TEXT]`: the message on stdin.
+        case sign(name: String, namespace: String, reason: String?)
+    }
 
     /// What `passcode` does.
     public enum PasscodeAction: String, Sendable, Hashable, CaseIterable {
@@ -104,6 +120,11 @@ public enum Command: Sendable, Hashable {
         case .demo: "demo"
         case .importVault: "import"
         case .secretService: "secret-service"
+        case .sshKey(.create): "ssh-key create"
+        case .sshKey(.list): "ssh-key list"
+        case .sshKey(.delete): "ssh-key delete"
+        case .sshKey(.sign): "ssh-key sign"
+        case .sshAgent: "ssh-agent"
         }
     }
 }

@@ -14,7 +14,7 @@ enum CommandTable {
             """,
         subcommands: [
             status, passcode, enroll, unenroll, fingers, verify,
-            add, get, update, delete, list, importVault, secretService, sim, demo, help,
+            add, get, update, delete, list, importVault, secretService, sshKey, sshAgent, sim, demo, help,
         ])
 
     // MARK: Reader, TPM and passcode

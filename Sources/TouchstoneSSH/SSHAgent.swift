@@ -25,7 +25,8 @@ package struct AgentPeer: Sendable, CustomStringConvertible {
 /// identities and signatures; FAILURE to every other request (adding,
 /// removing or locking keys among them). One thread per connection; a
 /// message longer than `maximumMessage` or cut short closes that connection
-/// and no other.
+/// and no other. A peer whose uid is neither the agent's nor root's is
+/// closed unanswered (as OpenSSH's agent does), whatever the socket's mode.
 package final class SSHAgent: Sendable {
     package static let maximumMessage = 256 << 10
 
@@ -37,13 +38,17 @@ package final class SSHAgent: Sendable {
     static let signResponse: UInt8 = 14
 
     private let keys: @Sendable () async -> [any AgentKey]
+    private let refused: @Sendable (AgentPeer) -> Void
     private let listener: Int32
     private let stopping = Locked(false)
 
     /// Listens on `path` (a new socket, 0600; a stale one replaced, a live
-    /// one refused); `keys` gives the keys to offer at each request.
-    package init(socket path: String, keys: @escaping @Sendable () async -> [any AgentKey]) throws(SSHAgentError) {
+    /// one refused); `keys` gives the keys to offer at each request;
+    /// `refused` hears of each peer of another uid, closed unanswered.
+    package init(socket path: String, refused: @escaping @Sendable (AgentPeer) -> Void = { _ in },
+                 keys: @escaping @Sendable () async -> [any AgentKey]) throws(SSHAgentError) {
         self.keys = keys
+        self.refused = refused
         let fd: Int32
         switch listenOnUnixSocket(path, mode: 0o600, backlog: 64) {
         case .success(let listening): fd = listening
@@ -81,6 +86,10 @@ package final class SSHAgent: Sendable {
     private func serve(_ fd: Int32) {
         defer { close(fd) }
         let peer = Self.peer(of: fd)
+        guard peer.uid == getuid() || peer.uid == 0 else {
+            refused(peer)
+            return
+        }
         while let message = Self.readMessage(fd) {
             let reply = Self.blocking { await self.answer(message, peer: peer) }
             guard Self.writeAll(fd, SSHWire.string(reply)) else { return }
@@ -108,7 +117,8 @@ package final class SSHAgent: Sendable {
     }
 
     private static func peer(of fd: Int32) -> AgentPeer {
-        let (pid, uid, _) = peerCredentials(of: fd) ?? (0, 0, 0)
+        // No credentials (never on a Unix socket): a uid no one has, refused.
+        let (pid, uid, _) = peerCredentials(of: fd) ?? (0, uid_t.max, 0)
         let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return AgentPeer(pid: pid, uid: uid, command: command)

@@ -1,13 +1,24 @@
 internal import CTSS2
 
+/// What a TPM object is for: the one command its device-bound form allows.
+package enum KeyUse: Sendable {
+    /// A sealed key (KEYEDHASH): TPM2_Unseal.
+    case unseal
+    /// A signing key (ECC P-256): TPM2_Sign.
+    case sign
+
+    var commandCode: TPM2_CC { self == .unseal ? ts_CC_Unseal : ts_CC_Sign }
+}
+
 /// The policies of sealed objects: the digest each branch adds up to, and
 /// the PolicyOR that joins them in a session.
 extension TPM {
     /// The object's authPolicy for `policy`. `nvName`: the name of the
     /// biometric condition's index; `passcodeNVName`: that of the passcode
-    /// counter (scheme 2).
+    /// counter (scheme 2). `command`: the one command the device-bound
+    /// form allows (`use`).
     package static func authPolicy(_ policy: SealPolicy, nvName: [UInt8], pcr7: [UInt8],
-                                   passcodeNVName: [UInt8] = []) -> PolicyDigest {
+                                   passcodeNVName: [UInt8] = [], use: KeyUse = .unseal) -> PolicyDigest {
         var branches: [PolicyDigest] = []
         let gate = policy.gateName
         if let bio = policy.biometric { branches.append(biometricBranch(bio, nvName: nvName, pcr7: pcr7, gate: gate)) }
@@ -16,7 +27,7 @@ extension TPM {
         case 0:
             var d = PolicyDigest()
             if let gate { d.policySecret(authName: gate) }
-            d.policyCommandCode(ts_CC_Unseal)
+            d.policyCommandCode(use.commandCode)
             return d
         case 1: return branches[0]
         default: return PolicyDigest.or(branches)
@@ -24,8 +35,8 @@ extension TPM {
     }
 
     /// The object's authPolicy for the policy `blob` records.
-    static func authPolicy(of blob: SealedBlob) -> PolicyDigest {
-        authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value, passcodeNVName: blob.passcodeNVName)
+    static func authPolicy(of blob: SealedBlob, use: KeyUse = .unseal) -> PolicyDigest {
+        authPolicy(blob.policy, nvName: blob.nvName, pcr7: blob.pcr7Value, passcodeNVName: blob.passcodeNVName, use: use)
     }
 
     static func biometricBranch(_ bio: BiometricCondition, nvName: [UInt8], pcr7: [UInt8], gate: [UInt8]? = nil) -> PolicyDigest {

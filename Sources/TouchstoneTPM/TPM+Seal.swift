@@ -29,24 +29,9 @@ extension TPM {
             throw TPMError.invalidArgument("the passcode branch needs the passcode at seal time")
         }
         return try withContext { ctx in
-            let srk = try storageRootKey(ctx)
-            var nvName: [UInt8] = []
-            var passcodeNVName: [UInt8] = []
-            var pcr7: [UInt8] = []
-            func checkedName(_ handle: UInt32) throws -> [UInt8] {
-                let current = try name(of: nvHandle(handle, ctx), ctx)
-                if let expected = expectedNames[handle], expected != current { throw TPMError.nvIndexReplaced(handle: handle) }
-                return current
-            }
-            if let bio = policy.biometric {
-                guard bio.counterAtMost != nil || bio.domainState.count == Self.enrollmentStateSize else {
-                    throw TPMError.invalidArgument("a domain state is \(Self.enrollmentStateSize) bytes")
-                }
-                nvName = try checkedName(bio.nvIndex)
-                if bio.bindPCR7 { pcr7 = try readPCR7(ctx) }
-            }
-            if let counter = policy.passcodeCounter { passcodeNVName = try checkedName(counter.nvIndex) }
-            let authPolicy = Self.authPolicy(policy, nvName: nvName, pcr7: pcr7, passcodeNVName: passcodeNVName)
+            let bound = try bind(policy, expectedNames: expectedNames, use: .unseal, ctx)
+            let srk = bound.srk
+            let (nvName, passcodeNVName, pcr7, authPolicy) = (bound.nvName, bound.passcodeNVName, bound.pcr7, bound.authPolicy)
 
             var inSensitive = TPM2B_SENSITIVE_CREATE()
             defer { wipe(&inSensitive) }
@@ -70,6 +55,33 @@ extension TPM {
                               publicArea: created.publicArea, privateArea: created.privateArea,
                               check: SealedBlob.checkValue(of: key))
         }
+    }
+
+    /// What an object made for `policy` is bound to now: the SRK, the names
+    /// of the NV indices the policy names (checked against `expectedNames`:
+    /// an index whose name differs was replaced by someone else, and nothing
+    /// is made for it), PCR 7 when bound, and the authPolicy for `use`.
+    func bind(_ policy: SealPolicy, expectedNames: [UInt32: [UInt8]], use: KeyUse, _ ctx: OpaquePointer) throws
+        -> (srk: (handle: ESYS_TR, name: [UInt8]), nvName: [UInt8], passcodeNVName: [UInt8], pcr7: [UInt8], authPolicy: PolicyDigest) {
+        let srk = try storageRootKey(ctx)
+        var nvName: [UInt8] = []
+        var passcodeNVName: [UInt8] = []
+        var pcr7: [UInt8] = []
+        func checkedName(_ handle: UInt32) throws -> [UInt8] {
+            let current = try name(of: nvHandle(handle, ctx), ctx)
+            if let expected = expectedNames[handle], expected != current { throw TPMError.nvIndexReplaced(handle: handle) }
+            return current
+        }
+        if let bio = policy.biometric {
+            guard bio.counterAtMost != nil || bio.domainState.count == Self.enrollmentStateSize else {
+                throw TPMError.invalidArgument("a domain state is \(Self.enrollmentStateSize) bytes")
+            }
+            nvName = try checkedName(bio.nvIndex)
+            if bio.bindPCR7 { pcr7 = try readPCR7(ctx) }
+        }
+        if let counter = policy.passcodeCounter { passcodeNVName = try checkedName(counter.nvIndex) }
+        let authPolicy = Self.authPolicy(policy, nvName: nvName, pcr7: pcr7, passcodeNVName: passcodeNVName, use: use)
+        return (srk, nvName, passcodeNVName, pcr7, authPolicy)
     }
 
     /// TPM2_Create under `parent` (the SRK, whose auth is empty) through a

@@ -2,6 +2,23 @@ internal import CSodium
 internal import CTSS2
 import TouchstoneSecure
 
+/// The command a policy session authorizes on a loaded object (TPM2_Unseal
+/// for a sealed key, TPM2_Sign for a signing key): the branch flows of
+/// `authorize` are the same for both, only the last command differs.
+struct AuthorizedCommand<Output> {
+    /// What the object is for: the device-bound form's PolicyCommandCode.
+    var use: KeyUse
+    /// Whether its response carries a secret, encrypted through a salted
+    /// session (TPM2_Unseal's does; TPM2_Sign's first response parameter is
+    /// not a sized buffer, which the TPM refuses to encrypt).
+    var encryptsResponse: Bool
+    /// Runs the command on `object`, authorized by the policy session
+    /// `auth`; `encrypt` is the session that encrypts, or ESYS_TR_NONE; `op`
+    /// names the branch for error mapping.
+    var run: (_ object: ESYS_TR, _ auth: ESYS_TR, _ encrypt: ESYS_TR, _ op: TPMOperation,
+              _ ctx: OpaquePointer) throws -> Output
+}
+
 extension TPM {
     /// Opens a sealed key through `branch`.
     ///
@@ -10,6 +27,16 @@ extension TPM {
     /// [PolicyOR], Load, Unseal, FlushContext; passcode 6: StartAuthSession,
     /// PolicyAuthValue, [PolicyOR], Load, Unseal, FlushContext.
     package func unseal(_ blob: SealedBlob, via branch: UnsealBranch) throws -> SecureBytes {
+        try authorize(blob, via: branch, command: AuthorizedCommand(use: .unseal, encryptsResponse: true) { [self] item, auth, encrypt, op, ctx in
+            try takeKey(try runUnseal(item, auth, encrypt, op, ctx), blob)
+        })
+    }
+
+    /// Loads `blob`'s object and runs `command` on it in a policy session
+    /// satisfied through `branch` (the gate's PolicySecret first, for an
+    /// object made through the daemon's gate).
+    func authorize<Output>(_ blob: SealedBlob, via branch: UnsealBranch,
+                           command: AuthorizedCommand<Output>) throws -> Output {
         try withContext { ctx in
             let srk = try storageRootKey(ctx)
             guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
@@ -27,27 +54,28 @@ extension TPM {
                 }
             }
 
-            let item = try load(blob, under: srk.handle, ctx)
+            let item = try load(blob, under: srk.handle, use: command.use, ctx)
             defer { flush(item, ctx) }
 
             var sessions: [ESYS_TR] = []
             do {
-                let out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
+                let out: Output
                 switch branch {
                 case .biometric:
-                    out = try unsealBiometric(blob, item: item, sessions: &sessions, ctx)
+                    out = try authorizeBiometric(blob, item: item, command, sessions: &sessions, ctx)
                 case .passcode(let passcode):
-                    out = try unsealPasscode(blob, item: item, passcode: passcode, sessions: &sessions, ctx)
+                    out = try authorizePasscode(blob, item: item, passcode: passcode, command, sessions: &sessions, ctx)
                 case .device:
-                    let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+                    let session = try startSession(ts_SE_POLICY, salted: true,
+                                                   attributes: command.encryptsResponse ? ts_SESSION_ENCRYPT : 0, ctx)
                     sessions.append(session)
                     try gate(blob, session, ctx)
-                    try check(Esys_PolicyCommandCode(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CC_Unseal),
+                    try check(Esys_PolicyCommandCode(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, command.use.commandCode),
                               .generic, ctx)
-                    out = try runUnseal(item, session, ESYS_TR_NONE, .unsealDevice, ctx)
+                    out = try command.run(item, session, ESYS_TR_NONE, .unsealDevice, ctx)
                 }
-                sessions = []  // closed by the TPM with the successful Unseal
-                return try takeKey(out, blob)
+                sessions = []  // closed by the TPM with the successful command
+                return out
             } catch {
                 for s in sessions { flush(s, ctx) }
                 throw error
@@ -55,12 +83,12 @@ extension TPM {
         }
     }
 
-    private func unsealBiometric(_ blob: SealedBlob, item: ESYS_TR, sessions: inout [ESYS_TR],
-                                 _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+    private func authorizeBiometric<Output>(_ blob: SealedBlob, item: ESYS_TR, _ command: AuthorizedCommand<Output>,
+                                            sessions: inout [ESYS_TR], _ ctx: OpaquePointer) throws -> Output {
         let bio = blob.policy.biometric!
         if bio.counterAtMost != nil {
             do {
-                return try unsealBiometricCondition(blob, bio, item: item, sessions: &sessions, ctx)
+                return try authorizeBiometricCondition(blob, bio, item: item, command, sessions: &sessions, ctx)
             } catch let error as TPMError {
                 if case .enrollmentChanged = error {
                     throw counterFailure(bio.nvIndex, recordedName: blob.nvName, otherwise: error, ctx)
@@ -71,12 +99,12 @@ extension TPM {
                 throw error
             }
         }
-        return try unsealBiometricCondition(blob, bio, item: item, sessions: &sessions, ctx)
+        return try authorizeBiometricCondition(blob, bio, item: item, command, sessions: &sessions, ctx)
     }
 
-    private func unsealBiometricCondition(_ blob: SealedBlob, _ bio: BiometricCondition, item: ESYS_TR,
-                                          sessions: inout [ESYS_TR],
-                                          _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+    private func authorizeBiometricCondition<Output>(_ blob: SealedBlob, _ bio: BiometricCondition, item: ESYS_TR,
+                                                     _ command: AuthorizedCommand<Output>, sessions: inout [ESYS_TR],
+                                                     _ ctx: OpaquePointer) throws -> Output {
         let nv: ESYS_TR
         do { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.enrollmentChanged }
         // The policy session proves the NV condition but does not encrypt:
@@ -99,9 +127,10 @@ extension TPM {
             if blob.policy.passcode {
                 try policyOR(policy, blob, ctx)
             }
+            guard command.encryptsResponse else { return try command.run(item, policy, ESYS_TR_NONE, .unsealBiometric, ctx) }
             let encrypt = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
             sessions.append(encrypt)
-            return try runUnseal(item, policy, encrypt, .unsealBiometric, ctx)
+            return try command.run(item, policy, encrypt, .unsealBiometric, ctx)
         } catch let error as TPMError {
             // PolicyNV held, so the state matches: a mismatch now is the boot
             // state (PCR 7) or an index replaced since sealing.
@@ -139,12 +168,14 @@ extension TPM {
         }
     }
 
-    private func unsealPasscode(_ blob: SealedBlob, item: ESYS_TR, passcode: PasscodeAuth, sessions: inout [ESYS_TR],
-                                _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+    private func authorizePasscode<Output>(_ blob: SealedBlob, item: ESYS_TR, passcode: PasscodeAuth,
+                                           _ command: AuthorizedCommand<Output>, sessions: inout [ESYS_TR],
+                                           _ ctx: OpaquePointer) throws -> Output {
         // PolicyAuthValue: the TPM checks an HMAC keyed with the authValue;
         // the passcode itself never crosses the bus. The session is salted,
         // so the HMAC and the encrypted response reveal nothing to a sniffer.
-        let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
+        let session = try startSession(ts_SE_POLICY, salted: true,
+                                       attributes: command.encryptsResponse ? ts_SESSION_ENCRYPT : 0, ctx)
         sessions.append(session)
         try gate(blob, session, ctx)
         try check(Esys_PolicyAuthValue(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE), .generic, ctx)
@@ -167,7 +198,7 @@ extension TPM {
         try setAuth(item, blob.policy.gateName != nil ? gated(passcode) : passcode, ctx)
         defer { clearAuth(item, ctx) }
         do {
-            return try runUnseal(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
+            return try command.run(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
         } catch let error as TPMError {
             // PolicyNV held on the index ESYS knows; a policy failure now is
             // an index whose name is not the one sealed to.
@@ -189,14 +220,18 @@ extension TPM {
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         let rc = ResponseCode(Esys_Unseal(ctx, item, auth, encrypt, ESYS_TR_NONE, &out))
         wipeResponseParameters(ctx)
-        if !rc.isSuccess {
-            // A policy that no longer holds fails here for single-branch keys.
-            if op == .unsealBiometric || op == .unsealPasscode, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
-                throw TPMError.corruptedBlob(detail: "policy check failed")
-            }
-            try check(rc.raw, op, ctx)
-        }
+        try checkAuthorized(rc, op, ctx)
         return out
+    }
+
+    /// The response code of an authorized command: a policy that no longer
+    /// holds fails here for single-branch keys.
+    func checkAuthorized(_ rc: ResponseCode, _ op: TPMOperation, _ ctx: OpaquePointer) throws {
+        guard !rc.isSuccess else { return }
+        if op == .unsealBiometric || op == .unsealPasscode, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
+            throw TPMError.corruptedBlob(detail: "policy check failed")
+        }
+        try check(rc.raw, op, ctx)
     }
 
     /// Zeroes the response parameters of the last command where ESYS keeps
@@ -231,9 +266,10 @@ extension TPM {
     /// Loads the blob's object under the SRK (the caller flushes it). A
     /// public area whose policy is not the one recorded is refused first:
     /// the key could not be opened, and the error would be less clear later.
-    func load(_ blob: SealedBlob, under srk: ESYS_TR, _ ctx: OpaquePointer) throws -> ESYS_TR {
+    /// `use`: what the object is for (the device-bound form's command).
+    func load(_ blob: SealedBlob, under srk: ESYS_TR, use: KeyUse = .unseal, _ ctx: OpaquePointer) throws -> ESYS_TR {
         try loadObject(blob.publicArea, blob.privateArea, under: srk, unparsable: "its TPM structures do not parse",
-                       policy: Self.authPolicy(of: blob), ctx)
+                       policy: Self.authPolicy(of: blob, use: use), ctx)
     }
 
     /// Loads marshalled public and private areas under `parent` (the

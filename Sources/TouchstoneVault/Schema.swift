@@ -2,7 +2,7 @@
 /// version; each migration moves it up by one inside a transaction. A
 /// database newer than this code is refused, never touched.
 enum Schema {
-    static let current = 5
+    static let current = 6
 
     /// Migration `i` takes the schema from version i to i + 1, inside the
     /// transaction that also sets the new version.
@@ -12,6 +12,7 @@ enum Schema {
         { try $0.execute(addCipherColumn) },
         { try $0.execute(countersAndFingers) },
         { try $0.execute(itemReferences) },
+        { try $0.execute(sshKeys) },  // Schema+SSHKeys.swift
     ]
 
     /// 0 -> 1: the first release.

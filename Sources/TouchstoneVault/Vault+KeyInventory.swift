@@ -40,5 +40,13 @@ extension Vault {
         }
         return keys
     }
+
+    /// The authValue of the ssh key `name`, opened with `proof` (nil for a
+    /// key whose policy has no PolicyAuthValue branch): for the memory scans.
+    func sshAuthValue(name: String, proof: VaultProof) throws -> SecureBytes? {
+        let (row, info) = try loadSSHKey(name)
+        guard let authAccess = Self.authAccess(info.access) else { return nil }
+        return try openItemKey(row.asItem, access: authAccess, name: ("ssh key", name), proof: proof)
+    }
 }
 #endif

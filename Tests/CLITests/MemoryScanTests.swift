@@ -201,4 +201,77 @@ struct MemoryScanTests {
         let read = sandbox.run(["--sim", "get", "memscan", account, "--passcode-fd", "0"], stdin: passcodeLine + [0x0a])
         #expect(read.stdout == second)
     }
+
+    @Test("the ssh-agent, stopped after a signature with a passcode key (passcode from --passcode-fd): no copy of the passcode, its authValue, the class keys or the key's authValue is left")
+    func sshAgentAfterASignature() async throws {
+        let sandbox = try CLISandbox()
+        defer { sandbox.close() }
+        let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
+        let made = sandbox.run(["--sim", "ssh-key", "create", "memscan", "--access", "passcode"])
+        try #require(made.code == 0, "\(made.stderr)")
+        let line = made.stdoutText.trimmingCharacters(in: .newlines)
+        let socket = sandbox.scratch + "/agent-" + Self.accountName("control").suffix(24) + ".sock"
+        sandbox.extraEnvironment = ["SSH_AUTH_SOCK": socket, "HOME": sandbox.scratch]
+        let agent = try sandbox.start(["--sim", "--passcode-fd", "3", "ssh-agent", "--socket", socket], fd3: passcodeLine + [0x0a])
+        defer {
+            agent.signal(SIGCONT)
+            agent.signal(SIGTERM)
+            _ = agent.wait(timeout: 60)
+        }
+        let agentLog = agent.stderrPath
+        try #require(try await Self.offPool { Self.waitForText(agentLog, "listening on") }, "\(agent.stderrSoFar)")
+        let pub = sandbox.scratch + "/memscan.pub", message = sandbox.scratch + "/message"
+        try (line + "\n").write(toFile: pub, atomically: true, encoding: .utf8)
+        try "sign me\n".write(toFile: message, atomically: true, encoding: .utf8)
+        let environment = sandbox.environment, scratch = sandbox.scratch
+        let signed = try await Self.offPool {
+            try CLIProcess.start(["-Y", "sign", "-f", pub, "-n", "file", message], environment: environment,
+                                 scratch: scratch, program: "/usr/bin/ssh-keygen").wait()
+        }
+        try #require(signed.code == 0, "\(signed.stderr) \(agent.stderrSoFar)")
+        #expect(try await Self.offPool { Self.waitForText(agentLog, "signed for ssh-keygen") })
+
+        let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
+        let vault = try Vault(home: URL(fileURLWithPath: sandbox.home), tpm: tpm)
+        let proof = VaultProof(biometricMatch: true, passcode: passcode)
+        let classKeys = try vault.keyInventory(tpm: tpm, proof: proof, service: "memscan", accounts: []).filter { $0.label.hasPrefix("class key") }
+        #expect(classKeys.count == 3)
+        let authValue = try #require(try vault.sshAuthValue(name: "memscan", proof: proof))
+        let needles = classKeys.map { ScanNeedle($0.label, $0.key) } + [
+            passcodeLine.withUnsafeBytes { ScanNeedle("passcode", $0) },
+            ScanNeedle("passcode authValue", passcode.salted(with: try vault.passcodeSalt()).value),
+            ScanNeedle("ssh key authValue", authValue),
+            Array(socket.utf8).withUnsafeBytes { ScanNeedle("control", $0) },
+        ]
+        agent.signal(SIGSTOP)
+        let pid = agent.pid
+        // The wait and the scan (seconds of CPU) on a thread of their own, not the test pool's.
+        let report = try await Self.offPool { () throws -> MemoryScanReport in
+            var stopped = false
+            for _ in 0..<3000 where !stopped {
+                if let stat = readProcFile("/proc/\(pid)/stat"), let paren = stat.lastIndex(of: ")"),
+                   stat[stat.index(after: paren)...].dropFirst().first == "T" { stopped = true } else { usleep(20_000) }
+            }
+            guard stopped else { throw RigFailure("the agent did not stop") }
+            return try MemoryScanner.scan(pid: pid, needles: needles)
+        }
+        Self.checkScan(report, control: "control")
+    }
+
+    /// Waits (a minute at most) until the file at `path` holds `text`.
+    static func waitForText(_ path: String, _ text: String) -> Bool {
+        for _ in 0..<3000 {
+            if ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").contains(text) { return true }
+            usleep(20_000)
+        }
+        return false
+    }
+
+    /// `body` on a thread of its own, awaited (blocking waits and scans off the test pool).
+    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
+            startDetachedThread(name: "test-blocking") { continuation.resume(returning: Result { try body() }) }
+        }
+        return try result.get()
+    }
 }

@@ -6,10 +6,10 @@ struct HelpTests {
     /// The commands with an ARGUMENTS section.
     static let withArguments: Set<[String]> = [
         ["enroll"], ["unenroll"], ["add"], ["get"], ["update"], ["delete"],
-        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["help"],
+        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["help"], ["ssh-key", "create"], ["ssh-key", "delete"], ["ssh-key", "sign"],
     ]
     /// The commands with a SUBCOMMANDS section.
-    static let groups: Set<[String]> = [[], ["passcode"], ["sim"]]
+    static let groups: Set<[String]> = [[], ["passcode"], ["sim"], ["ssh-key"]]
 
     @Test("help X, X --help, X -h and --help X give the same text", arguments: allCommandPaths)
     func sameText(_ path: [String]) {

@@ -52,4 +52,5 @@ let allCommandPaths: [[String]] = [
     ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["add"], ["get"], ["update"], ["delete"], ["list"], ["import"],
     ["secret-service"], ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
     ["sim", "error"], ["sim", "unplug"], ["demo"], ["help"],
+    ["ssh-key"], ["ssh-key", "create"], ["ssh-key", "list"], ["ssh-key", "delete"], ["ssh-key", "sign"], ["ssh-agent"],
 ]

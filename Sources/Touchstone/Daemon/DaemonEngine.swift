@@ -292,6 +292,36 @@ package actor DaemonEngine: Engine {
         _ = try await keychain(.deleteItem(reference))
     }
 
+    // MARK: - ssh keys
+
+    package func createSSHKey(name: String, comment: String, access: AccessControl) async throws(KeychainError) -> SSHKeyInfo {
+        let result = try await keychain(.createSSHKey(name: name, comment: comment, access: access)).0
+        guard case .sshKey(let info) = result else { throw .daemon(unexpected(result)) }
+        return info
+    }
+
+    package func sshKeys() async throws(KeychainError) -> [SSHKeyInfo] {
+        let result = try await keychain(.sshKeys).0
+        guard case .sshKeys(let keys) = result else { throw .daemon(unexpected(result)) }
+        return keys
+    }
+
+    package func deleteSSHKey(name: String) async throws(KeychainError) {
+        _ = try await keychain(.deleteSSHKey(name: name))
+    }
+
+    package func sshKeyOpenAccess(name: String) async throws(KeychainError) -> AccessControl {
+        let result = try await keychain(.sshKeyOpenAccess(name: name)).0
+        guard case .access(let access) = result else { throw .daemon(unexpected(result)) }
+        return access
+    }
+
+    package func signSSH(name: String, digest: [UInt8], grant: (any EngineGrant)?) async throws(KeychainError) -> SSHSignature {
+        let result = try await keychain(.signSSH(name: name, digest: digest, grant: try grantID(grant))).0
+        guard case .signature(let r, let s) = result else { throw .daemon(unexpected(result)) }
+        return SSHSignature(r: r, s: s)
+    }
+
     /// A grant's id on this connection; a grant of another engine proves
     /// nothing here.
     private func grantID(_ grant: (any EngineGrant)?) throws(KeychainError) -> UInt64? {

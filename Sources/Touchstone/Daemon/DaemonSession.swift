@@ -264,6 +264,18 @@ final class DaemonSession: Sendable {
         case .deleteItem(let reference):
             try await engine.delete(reference)
             return done(.none)
+        case .createSSHKey(let name, let comment, let access):
+            return done(.sshKey(try await engine.createSSHKey(name: name, comment: comment, access: access)))
+        case .sshKeys:
+            return done(.sshKeys(try await engine.sshKeys()))
+        case .deleteSSHKey(let name):
+            try await engine.deleteSSHKey(name: name)
+            return done(.none)
+        case .sshKeyOpenAccess(let name):
+            return done(.access(try await engine.sshKeyOpenAccess(name: name)))
+        case .signSSH(let name, let digest, let grant):
+            let signature = try await engine.signSSH(name: name, digest: digest, grant: try self.grant(grant))
+            return done(.signature(r: signature.r, s: signature.s))
         case .importFingers(let driver, let deviceID, let fingers):
             guard fingers.count <= 10, Set(fingers).count == fingers.count else {
                 throw DeviceError.invalidPasscode("an import carries at most ten fingers, each once")
@@ -421,7 +433,8 @@ final class DaemonSession: Sendable {
     private static func outcome(_ error: any Error, for call: DaemonCall) -> DaemonOutcome {
         let kind: EngineErrorKind = switch call {
         case .add, .openAccess, .secret, .getSecret, .update, .delete, .items, .attributes,
-             .search, .addItem, .item, .openItemAccess, .itemSecret, .updateItem, .deleteItem: .keychain
+             .search, .addItem, .item, .openItemAccess, .itemSecret, .updateItem, .deleteItem,
+             .createSSHKey, .sshKeys, .deleteSSHKey, .sshKeyOpenAccess, .signSSH: .keychain
         case .availability, .domainState, .authenticate: .authentication
         default: .device
         }

@@ -74,6 +74,16 @@ package protocol Engine: AnyObject, Sendable {
     func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
                 contentType: String??, grant: (any EngineGrant)?) async throws(KeychainError)
     func delete(_ reference: ItemReference) async throws(KeychainError)
+
+    // MARK: ssh keys
+
+    func createSSHKey(name: String, comment: String, access: AccessControl) async throws(KeychainError) -> SSHKeyInfo
+    func sshKeys() async throws(KeychainError) -> [SSHKeyInfo]
+    func deleteSSHKey(name: String) async throws(KeychainError)
+    /// The key's ways to sign that are still open (`itemInvalidated` when none is).
+    func sshKeyOpenAccess(name: String) async throws(KeychainError) -> AccessControl
+    /// The TPM's ECDSA signature of the SHA-256 `digest` with the key.
+    func signSSH(name: String, digest: [UInt8], grant: (any EngineGrant)?) async throws(KeychainError) -> SSHSignature
 }
 
 /// What an engine proved in one authentication, as it presents it again:

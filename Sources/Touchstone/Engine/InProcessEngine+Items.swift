@@ -109,7 +109,7 @@ extension InProcessEngine {
 
     /// The vault proof of a grant: none without one; a grant of another
     /// engine proves nothing here.
-    private static func proof(_ grant: (any EngineGrant)?) throws(KeychainError) -> VaultProof {
+    static func proof(_ grant: (any EngineGrant)?) throws(KeychainError) -> VaultProof {
         guard let grant else { return .none }
         guard let ours = grant as? InProcessGrant else { throw .authentication(.invalidContext) }
         return ours.proof

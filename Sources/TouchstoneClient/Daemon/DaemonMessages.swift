@@ -54,6 +54,14 @@ package enum DaemonCall: Codable, Sendable, Hashable {
     case updateItem(ItemReference, newSecret: Bool, label: FieldChange<String>?, searchAttributes: [String: String]?,
                     contentType: FieldChange<String>?, grant: UInt64?)
     case deleteItem(ItemReference)
+    /// ssh keys (docs/ssh.md): made, listed, deleted, signed with by the
+    /// daemon's TPM; nothing of a private key ever crosses the socket.
+    case createSSHKey(name: String, comment: String, access: AccessControl)
+    case sshKeys
+    case deleteSSHKey(name: String)
+    case sshKeyOpenAccess(name: String)
+    /// `digest`: SHA-256 of the data to sign; `grant` as for `secret`.
+    case signSSH(name: String, digest: [UInt8], grant: UInt64?)
 
     /// A short name for the daemon's log (no item names, no secrets).
     package var name: String {
@@ -85,6 +93,11 @@ package enum DaemonCall: Codable, Sendable, Hashable {
         case .itemSecret: "get"
         case .updateItem: "update"
         case .deleteItem: "delete"
+        case .createSSHKey: "ssh-key-create"
+        case .sshKeys: "ssh-key-list"
+        case .deleteSSHKey: "ssh-key-delete"
+        case .sshKeyOpenAccess: "ssh-key-open-access"
+        case .signSSH: "ssh-sign"
         }
     }
 
@@ -137,6 +150,9 @@ package enum DaemonResult: Codable, Sendable {
     case secret
     case referenced([ReferencedItem])
     case added(ItemReference, replaced: [ItemReference])
+    case sshKey(SSHKeyInfo)
+    case sshKeys([SSHKeyInfo])
+    case signature(r: [UInt8], s: [UInt8])
 }
 
 /// The response frame's control part.
