@@ -109,6 +109,27 @@ struct SecretServiceProviderTests {
         }
     }
 
+    @Test("the CLI's lockout holds here: five strangers' touches through prompts lock biometry; the next prompt asks for no touch and opens nothing, and the CLI reports the same lockout (exit 6)")
+    func lockout() async throws {
+        try await SecretServiceRig.with { rig in
+            #expect(await rig.setPasscode().code == 0)
+            #expect(await rig.enroll("right-index-finger", as: "alice").code == 0)
+            try await rig.startProvider(["--access", "biometry-any"])
+            #expect(await rig.secretTool(["store", "--label=Locked out", "service", "lock", "account", "1"], stdin: "s").code == 0)
+            for attempt in 1...5 {
+                let lookup = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "lock", "account", "1"])
+                #expect(await rig.touchWhenAsked("mallory", occurrence: attempt), "\(rig.log)")
+                let denied = await rig.wait(lookup)
+                #expect(denied.code != 0 && denied.stdoutText.isEmpty)
+            }
+            let locked = await rig.secretTool(["lookup", "service", "lock", "account", "1"])
+            #expect(locked.code != 0 && locked.stdoutText.isEmpty)
+            #expect(rig.log.components(separatedBy: "waiting for a touch").count == 6, "no touch asked once locked: \(rig.log)")
+            #expect(rig.log.contains("locked after 5 failed matches"), "\(rig.log)")
+            #expect(await rig.cli(["--sim", "get", "lock", "1"]).code == 6)
+        }
+    }
+
     @Test("a passcode item's prompt asks pinentry: a wrong passcode opens nothing, the right one opens it")
     func passcodeThroughPinentry() async throws {
         try await SecretServiceRig.with() { rig in
@@ -305,7 +326,7 @@ struct SecretServiceProviderTests {
         }
     }
 
-    @Test("through touchstoned (sim start --daemon): items stored and found by attributes in the daemon's vault")
+    @Test("through touchstoned (sim start --daemon): items stored and found by attributes in the daemon's vault; a gated one opens with the daemon's match of a matching touch, not a stranger's")
     func daemonEngine() async throws {
         try await SecretServiceRig.with(daemon: true) { rig in
             try await rig.startProvider()
@@ -315,6 +336,17 @@ struct SecretServiceProviderTests {
             let log = (try? String(contentsOfFile: rig.sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
             #expect(log.contains("add: ok") && log.contains("search: ok"), "\(log)")
             #expect(await rig.cli(["--sim", "--embedded", "list"]).stdoutText.isEmpty, "the embedded vault has nothing of it")
+            // A gated item of the daemon's vault: the prompt's touch is the daemon's match.
+            #expect(await rig.setPasscode().code == 0)
+            #expect(await rig.enroll("right-index-finger", as: "alice").code == 0)
+            #expect(await rig.cli(["--sim", "add", "gated", "1", "--access", "biometry-any"], stdin: Array("daemon-gated".utf8)).code == 0)
+            let lookup = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "gated", "account", "1"])
+            #expect(await rig.touchWhenAsked("alice"), "\(rig.log)")
+            let opened = await rig.wait(lookup)
+            #expect(opened.code == 0 && opened.stdoutText == "daemon-gated", "\(opened.stderr) \(rig.log)")
+            let stranger = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "gated", "account", "1"])
+            #expect(await rig.touchWhenAsked("mallory", occurrence: 2), "\(rig.log)")
+            #expect(await rig.wait(stranger).stdoutText.isEmpty)
         }
     }
 }
