@@ -26,7 +26,11 @@ final class AgentInteraction: AuthenticationInteraction {
 
     func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes {
         if terminal.canAskPasscode { return try await terminal.passcode(reason: reason) }
-        let pinentry = Pinentry(environment: ProcessInfo.processInfo.environment)
+        // TOUCHSTONE_PINENTRY, else pinentry on PATH, as the Secret Service provider finds it.
+        guard let pinentry = Prompter.pinentry(environment: ProcessInfo.processInfo.environment) else {
+            AgentSigner.log("no pinentry to ask the passcode with (install one, or set TOUCHSTONE_PINENTRY)")
+            throw .notInteractive
+        }
         do {
             switch try await pinentry.ask(title: "Touchstone ssh-agent", description: reason) {
             case .passcode(let passcode): return passcode

@@ -6,9 +6,9 @@ import TouchstoneDBus
 /// session bus, or without a notification server, it logs once and says
 /// nothing more.
 final class DesktopNotifier: Sendable {
-    let bus: DBusBus
+    let notifications: DesktopNotifications
 
-    private init(bus: DBusBus) { self.bus = bus }
+    private init(bus: DBusBus) { notifications = DesktopNotifications(bus: bus, log: { AgentSigner.log($0) }) }
 
     /// The session bus of DBUS_SESSION_BUS_ADDRESS, or of
     /// $XDG_RUNTIME_DIR/bus; nil (logged) when there is none. Never
@@ -32,16 +32,8 @@ final class DesktopNotifier: Sendable {
         }
     }
 
-    /// Notify(app_name, replaces_id, app_icon, summary, body, actions, hints, expire_timeout).
+    /// Shows the notification (said to the log once when none can be).
     func notify(summary: String, body: String) async {
-        do {
-            _ = try await bus.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
-                                   interface: "org.freedesktop.Notifications", method: "Notify",
-                                   [.string("touchstone"), .uint32(0), .string("dialog-password"), .string(summary), .string(body),
-                                    .array(element: "s", []), .dictionary(key: "s", value: "v", []), .int32(10_000)],
-                                   replyType: "(u)", timeoutMilliseconds: 2_000)
-        } catch {
-            AgentSigner.log("desktop notification failed: \(error)")
-        }
+        await notifications.show(summary: summary, body: body, icon: "dialog-password")
     }
 }

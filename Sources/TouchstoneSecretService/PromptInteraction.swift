@@ -27,43 +27,6 @@ package struct Prompter: Sendable {
     }
 }
 
-/// Desktop notifications on the provider's bus; a bus without a
-/// notification service is told once to the log, and prompts go on.
-final class Notifier: Sendable {
-    private let bus: DBusBus
-    private let log: @Sendable (String) -> Void
-    private let warned = Locked(false)
-
-    init(bus: DBusBus, log: @escaping @Sendable (String) -> Void) {
-        self.bus = bus
-        self.log = log
-    }
-
-    /// Shows a notification; its id (for `close`), or nil.
-    func show(summary: String, body: String) async -> UInt32? {
-        do {
-            let reply = try await bus.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
-                                           interface: "org.freedesktop.Notifications", method: "Notify",
-                                           [.string("Touchstone"), .uint32(0), .string("fingerprint-gui"), .string(summary), .string(body),
-                                            .array(element: "s", []), .dictionary(key: "s", value: "v", []), .int32(-1)],
-                                           replyType: "(u)", timeoutMilliseconds: 5_000)
-            if case .uint32(let id)? = reply.first { return id }
-        } catch {
-            if !warned.withLock({ (done: inout Bool) -> Bool in defer { done = true }; return done }) {
-                log("no desktop notification (\(error)); prompts go on without one")
-            }
-        }
-        return nil
-    }
-
-    func close(_ id: UInt32?) async {
-        guard let id else { return }
-        _ = try? await bus.call(destination: "org.freedesktop.Notifications", path: "/org/freedesktop/Notifications",
-                                interface: "org.freedesktop.Notifications", method: "CloseNotification", [.uint32(id)],
-                                timeoutMilliseconds: 5_000)
-    }
-}
-
 /// One prompt's interaction: while a touch is awaited, the notification
 /// names the program and the item; where the item allows the passcode,
 /// pinentry asks for it at the same time (typing it is the person's way
@@ -71,13 +34,13 @@ final class Notifier: Sendable {
 /// the dialog).
 final class PromptInteraction: AuthenticationInteraction {
     private let prompter: Prompter
-    private let notifier: Notifier
+    private let notifier: DesktopNotifications
     private let program: String
     private let item: String
     /// A passcode typed while the touch was awaited, for `passcode`.
     private let typed = Locked<SecureBytes?>(nil)
 
-    init(prompter: Prompter, notifier: Notifier, program: String, item: String) {
+    init(prompter: Prompter, notifier: DesktopNotifications, program: String, item: String) {
         self.prompter = prompter
         self.notifier = notifier
         self.program = program

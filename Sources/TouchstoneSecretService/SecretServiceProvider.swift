@@ -42,7 +42,7 @@ package final class SecretServiceProvider: Sendable {
     /// The access of items that clients create.
     let access: AccessControl
     let prompter: Prompter
-    let notifier: Notifier
+    let notifier: DesktopNotifications
     let started = Date()
 
     /// A client's unlock: the context a prompt authenticated (its grant
@@ -79,7 +79,7 @@ package final class SecretServiceProvider: Sendable {
         self.device = device
         self.access = access
         self.prompter = prompter
-        notifier = Notifier(bus: bus, log: prompter.log)
+        notifier = DesktopNotifications(bus: bus, log: prompter.log)
         sessions = try await Sessions(bus: bus)
         try await bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
                                 path: "/org/freedesktop/DBus") { [weak self] arguments in

@@ -237,3 +237,45 @@ struct SSHAgentCLITests {
         #expect([first, second].allSatisfy { FileManager.default.fileExists(atPath: $0 + ".sig") })
     }
 }
+
+// @unchecked Sendable: one test's rig, its blocking steps run one at a time off the pool.
+extension SSHAgentRig: @unchecked Sendable {}
+
+@Suite("touchstone ssh-agent without a terminal")
+struct SSHAgentPinentryTests {
+    @Test("without a terminal, a passcode key's signature asks pinentry, whose dialog names the requesting process: a wrong passcode signs nothing, the right one signs (ssh-keygen -Y verify accepts it); a desktop notification says who asks")
+    func pinentryAndNotification() async throws {
+        let bus = try DBusRig()
+        defer { bus.close() }
+        let notifications = try await NotificationRecorder(address: bus.address)
+        let rig = try await offPool { try SSHAgentRig(enroll: false) }
+        let answers = rig.sandbox.scratch + "/pinentry-answers", log = rig.sandbox.scratch + "/pinentry-log"
+        try "wrong-passcode\n".write(toFile: answers, atomically: true, encoding: .utf8)
+        rig.sandbox.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        rig.sandbox.extraEnvironment["TOUCHSTONE_PINENTRY"] = URL(fileURLWithPath: SecretServiceRig.client).deletingLastPathComponent()
+            .appendingPathComponent("scripted-pinentry.py").path
+        rig.sandbox.extraEnvironment["SCRIPTED_PINENTRY_ANSWERS"] = answers
+        rig.sandbox.extraEnvironment["SCRIPTED_PINENTRY_LOG"] = log
+        let line = try await offPool { try rig.createKey("door", access: "passcode", comment: "ada@touchstone") }
+        try await offPool { try rig.startAgent() }
+        let pub = try rig.file("door.pub", line + "\n")
+        let message = try rig.file("message", "tree 4b825dc6\n")
+        let allowed = try rig.file("allowed_signers", "ada@touchstone " + line + "\n")
+        let sign = ["-Y", "sign", "-f", pub, "-n", "file", message]
+
+        let wrong = try await offPool { rig.run("/usr/bin/ssh-keygen", sign) }
+        #expect(wrong.code != 0 && !FileManager.default.fileExists(atPath: message + ".sig"), "\(wrong.stderr)")
+        let dialog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(dialog.contains("GETPIN") && dialog.contains("ssh-keygen") && dialog.contains("door"), "\(dialog)")
+
+        try "\(CLISandbox.passcode)\n".write(toFile: answers, atomically: true, encoding: .utf8)
+        let right = try await offPool { rig.run("/usr/bin/ssh-keygen", sign) }
+        #expect(right.code == 0, "\(right.stderr) \(rig.agent?.stderrSoFar ?? "")")
+        let verify = "exec ssh-keygen -Y verify -f \"$1\" -I \"$2\" -n file -s \"$3\" < \"$4\""
+        let good = try await offPool { rig.run("/bin/sh", ["-c", verify, "sh", allowed, "ada@touchstone", message + ".sig", message]) }
+        #expect(good.code == 0 && good.stdoutText.contains("Good \"file\" signature for ada@touchstone"), "\(good.stdoutText) \(good.stderr)")
+        #expect(try await eventually { notifications.notifications.contains { $0.body.contains("ssh-keygen") && $0.body.contains("door") } },
+                "\(notifications.notifications)")
+        _ = try? await offPool { rig.close() }
+    }
+}
