@@ -3,6 +3,8 @@ import Glibc
 import Testing
 import TestRigs
 import TouchstoneTPM
+import TouchstoneDBus
+import TouchstoneSecure
 
 /// `touchstone secret-service` on a private bus, driven by the real
 /// clients: secret-tool, Python's secretstorage and keyring, libsecret as
@@ -127,6 +129,36 @@ struct SecretServiceProviderTests {
             #expect(rig.log.components(separatedBy: "waiting for a touch").count == 6, "no touch asked once locked: \(rig.log)")
             #expect(rig.log.contains("locked after 5 failed matches"), "\(rig.log)")
             #expect(await rig.cli(["--sim", "get", "lock", "1"]).code == 6)
+        }
+    }
+
+    @Test("the collection's signals: ItemCreated for a store, ItemChanged for an edit, ItemDeleted for a clear, each with the item's path")
+    func signals() async throws {
+        try await SecretServiceRig.with { rig in
+            try await rig.startProvider()
+            let listener = try await DBusBus(address: rig.bus.address)
+            let heard = Locked<[(String, String)]>([])
+            try await listener.subscribe(sender: nil, interface: "org.freedesktop.Secret.Collection", member: nil,
+                                         path: "/org/freedesktop/secrets/collection/default") { arguments in
+                guard let path = arguments.first?.objectPath else { return }
+                heard.withLock { $0.append(("?", path)) }
+            }
+            let named = Locked<[String]>([])
+            for member in ["ItemCreated", "ItemChanged", "ItemDeleted"] {
+                try await listener.subscribe(sender: nil, interface: "org.freedesktop.Secret.Collection", member: member,
+                                             path: "/org/freedesktop/secrets/collection/default") { arguments in
+                    if let path = arguments.first?.objectPath { named.withLock { $0.append(member + " " + path) } }
+                }
+            }
+            let stored = await rig.python(["store", "Signals", "text/plain", "keep", "app=signals"], stdin: Array("s".utf8))
+            let path = stored.stdoutText.replacingOccurrences(of: "path=", with: "").trimmingCharacters(in: .whitespacesAndNewlines)
+            #expect(path.hasPrefix("/org/freedesktop/secrets/collection/default/"), "\(stored.stdoutText) \(stored.stderr)")
+            #expect(try await eventually { named.withLock { $0 }.contains("ItemCreated " + path) }, "\(named.withLock { $0 })")
+            #expect(await rig.python(["edit", "Renamed", "app=signals", "app=signals", "n=2"]).code == 0)
+            #expect(try await eventually { named.withLock { $0 }.contains("ItemChanged " + path) }, "\(named.withLock { $0 })")
+            #expect(await rig.secretTool(["clear", "app", "signals"]).code == 0)
+            #expect(try await eventually { named.withLock { $0 }.contains("ItemDeleted " + path) }, "\(named.withLock { $0 })")
+            #expect(heard.withLock { $0.count } >= 3)
         }
     }
 
