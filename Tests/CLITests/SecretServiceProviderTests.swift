@@ -162,6 +162,29 @@ struct SecretServiceProviderTests {
         }
     }
 
+    @Test("a touchstoned that closes the provider's idle connection (--timeout 1) is connected to again at the next call: stores and lookups go on")
+    func daemonClosesIdleConnection() async throws {
+        try await SecretServiceRig.with { rig in
+            let socket = rig.sandbox.home + "/idle.sock"
+            let daemon = try CLIProcess.start(["--home", rig.sandbox.home, "--sim", "--socket", socket, "--timeout", "1"],
+                                              environment: rig.sandbox.environment.merging(["TOUCHSTONE_HOME": rig.sandbox.home]) { $1 },
+                                              scratch: rig.sandbox.scratch, program: DaemonRig.daemonBinary)
+            defer {
+                daemon.signal(SIGTERM)
+                _ = daemon.wait(timeout: 30)
+            }
+            #expect(try await offPool { daemon.waitForStderr("listening on") }, "\(daemon.stderrSoFar)")
+            try await rig.startProvider(["--daemon", socket])
+            #expect(await rig.secretTool(["store", "--label=Before", "service", "idle", "account", "1"], stdin: "first").code == 0)
+            // The daemon closes the silent connection after its second.
+            #expect(try await offPool { daemon.waitForStderr("connection closed") }, "\(daemon.stderrSoFar)")
+            let lookup = await rig.secretTool(["lookup", "service", "idle", "account", "1"])
+            #expect(lookup.code == 0 && lookup.stdoutText == "first", "\(lookup.stderr) \(rig.log)")
+            #expect(await rig.secretTool(["store", "--label=After", "service", "idle", "account", "2"], stdin: "second").code == 0)
+            #expect(await rig.secretTool(["lookup", "service", "idle", "account", "2"]).stdoutText == "second")
+        }
+    }
+
     @Test("a passcode item's prompt asks pinentry: a wrong passcode opens nothing, the right one opens it")
     func passcodeThroughPinentry() async throws {
         try await SecretServiceRig.with() { rig in

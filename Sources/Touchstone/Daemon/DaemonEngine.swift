@@ -12,7 +12,13 @@ package actor DaemonEngine: Engine {
     package nonisolated let configuration: Configuration
     package nonisolated var taskExecutor: (any TaskExecutor)? { nil }
     let socketPath: String
-    private let connection: DaemonConnection
+    /// The connection; replaced when the daemon closed it between calls
+    /// (it closes idle connections after its timeout), so a long-lived
+    /// client (the Secret Service provider, the ssh-agent) keeps working.
+    /// Grants of the closed one are gone with it.
+    private var connection: DaemonConnection
+    /// Which connection this is (grants name the one they were made on).
+    private var connectionNumber = 0
     /// One call at a time on the connection: callers wait their turn.
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []
@@ -45,6 +51,15 @@ package actor DaemonEngine: Engine {
                           interaction: (any AuthenticationInteraction)? = nil) async throws(DaemonFailure) -> (DaemonOutcome, [SecureBytes]) {
         await take()
         defer { give() }
+        if connection.hasEnded {
+            // Closed between calls, so no request was lost: connect again.
+            do {
+                connection = DaemonConnection(socket: try FrameSocket.connect(to: socketPath))
+                connectionNumber += 1
+            } catch {
+                throw DaemonFailure(.unreachable, socket: socketPath, reason: error.description)
+            }
+        }
         return try await connection.call(call, secrets: secrets, interaction: interaction, socketPath: socketPath)
     }
 
@@ -197,7 +212,8 @@ package actor DaemonEngine: Engine {
         guard case .grant(let id, let passcode, let biometricMatch) = try await authentication(call, interaction: settings.interaction) else {
             throw .daemon(unexpected(.none))
         }
-        return DaemonGrant(id: id, passcode: passcode, biometricMatch: biometricMatch, engine: ObjectIdentifier(self))
+        return DaemonGrant(id: id, passcode: passcode, biometricMatch: biometricMatch, engine: ObjectIdentifier(self),
+                           connection: connectionNumber)
     }
 
     package func grant(for access: AccessControl, reason: String,
@@ -329,6 +345,9 @@ package actor DaemonEngine: Engine {
         guard let own = grant as? DaemonGrant, own.engine == ObjectIdentifier(self) else {
             throw .authentication(.invalidContext)
         }
+        // A grant of a connection the daemon closed since is gone with it:
+        // authenticate again.
+        guard own.connection == connectionNumber else { throw .interactionNotAllowed }
         return own.id
     }
 
@@ -340,6 +359,8 @@ struct DaemonGrant: EngineGrant {
     let passcode: Bool
     let biometricMatch: Bool
     let engine: ObjectIdentifier
+    /// The engine's connection it was made on.
+    let connection: Int
 
     func satisfies(_ access: AccessControl) -> Bool {
         access.alternatives.contains { alternative in

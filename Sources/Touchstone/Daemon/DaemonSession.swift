@@ -82,7 +82,9 @@ final class DaemonSession: Sendable {
             } catch .closed {
                 return
             } catch .timedOut {
-                return  // idle, or a frame that stalled
+                // Idle, or a frame that stalled: a client connects again when it has a call.
+                log("silent for \(server.settings.timeout): connection closed")
+                return
             } catch {
                 log("protocol error: \(error); connection closed")
                 try? socket.send(try DaemonWire.Frame(.response, DaemonOutcome.refused(error.description)))

@@ -51,6 +51,10 @@ package final class FrameInbox: Sendable {
         waiter?.resume(throwing: error)
     }
 
+    /// Whether the connection has ended (the peer closed it, or it failed)
+    /// with no frame left to read.
+    package var hasEnded: Bool { state.withLock { $0.end != nil && $0.frames.isEmpty } }
+
     /// The next frame; throws the error that ended the connection.
     package func next() async throws(DaemonWireError) -> DaemonWire.Frame {
         do {
@@ -85,6 +89,10 @@ package final class DaemonConnection: Sendable {
     }
 
     package func close() { socket.shut() }
+
+    /// Whether the daemon has closed this connection (an idle one, after
+    /// its timeout) or it failed: a new one is needed for the next call.
+    package var hasEnded: Bool { inbox.hasEnded }
 
     /// One call: the request, then its response, the daemon's prompts
     /// answered by `interaction` meanwhile. Any failure of the connection
