@@ -157,6 +157,8 @@ extension SecretServiceProvider {
                 return .success((secret, attributes.contentType ?? "text/plain"))
             } catch {
                 if case .interactionNotAllowed = error {
+                    // Its unlock no longer opens it (the daemon's connection, and its grant, went): locked again.
+                    state.withLock { _ = $0.unlocks[client]?.items.remove(reference) }
                     return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked: Unlock it (its prompt asks for the touch)"))
                 }
                 return .failure(Self.dbusError(error))
