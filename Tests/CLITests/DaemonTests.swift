@@ -352,12 +352,17 @@ final class RawConnection {
     private(set) var isClosed = false
 
     init(_ path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         let rc = withUnixSocketAddress(path) { connect(fd, $0, $1) } ?? -1
         guard rc == 0 else {
+            let why = String(cString: strerror(errno))
             Glibc.close(fd)
-            throw RigFailure("connect \(path): \(String(cString: strerror(errno)))")
+            // Thrown before `self.fd` is set, so deinit does not run and
+            // close the number again: by then another test's descriptor
+            // (a pseudo-terminal's master, in the whole suite) may have it.
+            throw RigFailure("connect \(path): \(why)")
         }
+        self.fd = fd
     }
 
     deinit { Glibc.close(fd) }

@@ -33,7 +33,10 @@ public final class TerminalInteraction: AuthenticationInteraction {
         if let tty {
             switch await LineReader.readLine(from: tty) {
             case .line: return  // Enter: the person asks for the passcode
-            case .endOfInput, .cancelled, .failed: break
+            case .failed(let why):
+                // Say so: Enter can no longer be read, only a touch ends this.
+                if !Task.isCancelled { Self.say("the terminal cannot be read (\(why)): touch the reader") }
+            case .endOfInput, .cancelled: break
             }
         }
         // Wait for the touch (or a cancel).
