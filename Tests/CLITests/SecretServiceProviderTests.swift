@@ -312,6 +312,15 @@ struct SecretServiceProviderTests {
             let huge = await rig.python(["store", "Huge", "text/plain", "keep", "app=huge"], stdin: [UInt8](repeating: 0x41, count: (1 << 20) + 1))
             #expect(huge.code != 0 && huge.stderr.contains("1 MiB"), "\(huge.stderr)")
             #expect(await rig.python(["search", "app=huge"]).stdoutText.contains("found=0"))
+            // Introspection of the service, a collection (the subtree's root) and an item (a node).
+            let item = await rig.python(["search", "service=keep"]).stdoutText.split(separator: "\n")
+                .first { $0.hasPrefix("item=") }.map { String($0.dropFirst(5).prefix { $0 != " " }) } ?? ""
+            for (path, interface) in [("/org/freedesktop/secrets", "org.freedesktop.Secret.Service"),
+                                      ("/org/freedesktop/secrets/collection/default", "org.freedesktop.Secret.Collection"),
+                                      (item, "org.freedesktop.Secret.Item")] {
+                let introspected = try rig.bus.gdbus(["introspect", "--dest", "org.freedesktop.secrets", "--object-path", path])
+                #expect(introspected.status == 0 && introspected.output.contains("interface \(interface)"), "\(path): \(introspected.output)")
+            }
             // Still serving, nothing lost.
             #expect(await rig.secretTool(["lookup", "service", "keep", "account", "me"]).stdoutText == "kept")
             #expect(rig.provider?.poll() == nil)
