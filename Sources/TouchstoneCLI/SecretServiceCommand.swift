@@ -16,6 +16,18 @@ extension Session {
             throw CLIFailure(.failure, "cannot connect to the session bus: \(error)",
                              hint: "run it in a desktop session, or with DBUS_SESSION_BUS_ADDRESS set")
         }
+        // The bus is closed last, whatever happens: its subscriptions and
+        // objects released before the process ends.
+        do {
+            try await serve(on: bus, replace: replace, access: access)
+        } catch {
+            await bus.close()
+            throw error
+        }
+        await bus.close()
+    }
+
+    private func serve(on bus: DBusBus, replace: Bool, access: AccessControl) async throws {
         try await withDevice { device in
             let prompter = Prompter(pinentry: Prompter.pinentry(environment: ProcessInfo.processInfo.environment),
                                     log: { Output.progress("touchstone secret-service: " + $0) })

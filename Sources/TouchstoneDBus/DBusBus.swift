@@ -132,6 +132,10 @@ package final class DBusBus: @unchecked Sendable {
     let registrations = Locked<[UInt32: Unmanaged<Registration>]>([:])
     /// Subtree registrations (their state is released by GDBus).
     let subtrees = Locked<Set<UInt32>>([])
+    /// Signal subscriptions (each subscriber released when it is dropped).
+    let subscriptions = Locked<[UInt32]>([])
+    /// Whether `close` (or deinit) has torn the connection down.
+    private let closed = Locked(false)
 
     /// Connects to the bus at `address` (a D-Bus address), or the session
     /// bus (DBUS_SESSION_BUS_ADDRESS) when nil.
@@ -161,17 +165,45 @@ package final class DBusBus: @unchecked Sendable {
     }
 
     deinit {
-        let connection = ConnectionBox(connection)
-        let registered = registrations.withLock { $0 }
-        thread.submit {
-            for (id, registration) in registered {
-                g_dbus_connection_unregister_object(connection.connection, id)
+        // On the bus thread, after deinit returns: a process that ends at
+        // once should `close()` first (the provider does).
+        let teardown = self.teardown()
+        thread.submit { teardown() }
+        thread.stop()
+    }
+
+    /// Ends the connection: signal subscriptions dropped, objects and
+    /// subtrees unexported (what they held released), the connection closed.
+    /// After it nothing more arrives; deinit does the same if it was not
+    /// called.
+    package func close() async {
+        let teardown = self.teardown()
+        _ = try? await thread.run { teardown() }
+    }
+
+    /// The work of `close`, to run on the bus thread, once.
+    private func teardown() -> @Sendable () -> Void {
+        let box = ConnectionBox(connection)
+        let closed = self.closed
+        let registrations = self.registrations, subtrees = self.subtrees, subscriptions = self.subscriptions
+        return { () -> Void in
+            guard !closed.withLock({ (done: inout Bool) -> Bool in defer { done = true }; return done }) else { return }
+            for id in subscriptions.withLock({ (ids: inout [UInt32]) -> [UInt32] in defer { ids = [] }; return ids }) {
+                g_dbus_connection_signal_unsubscribe(box.connection, id)
+            }
+            for (id, registration) in registrations.withLock({ (all: inout [UInt32: Unmanaged<Registration>]) -> [UInt32: Unmanaged<Registration>] in
+                defer { all = [:] }
+                return all
+            }) {
+                g_dbus_connection_unregister_object(box.connection, id)
                 registration.release()
             }
-            g_dbus_connection_close_sync(connection.connection, nil, nil)
-            g_object_unref(UnsafeMutableRawPointer(connection.connection))
+            for id in subtrees.withLock({ (ids: inout Set<UInt32>) -> Set<UInt32> in defer { ids = [] }; return ids }) {
+                _ = g_dbus_connection_unregister_subtree(box.connection, id)
+            }
+            g_dbus_connection_close_sync(box.connection, nil, nil)
+            g_object_unref(UnsafeMutableRawPointer(box.connection))
         }
-        thread.stop()
     }
 
     /// This connection's unique name (":1.42").
@@ -357,13 +389,15 @@ package final class DBusBus: @unchecked Sendable {
                            _ handler: @escaping @Sendable ([DBusValue]) -> Void) async throws {
         let box = ConnectionBox(connection)
         let subscriber = Unmanaged.passRetained(Subscriber(handler))
+        let subscriptions = self.subscriptions
         _ = try await thread.run {
-            g_dbus_connection_signal_subscribe(box.connection, sender, interface, member, path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
+            let id = g_dbus_connection_signal_subscribe(box.connection, sender, interface, member, path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
                                                { _, _, _, _, _, parameters, data in
                 Unmanaged<Subscriber>.fromOpaque(data!).takeUnretainedValue().handler(DBusValue(parameters!).tupleItems ?? [])
             }, subscriber.toOpaque(), { data in
                 Unmanaged<Subscriber>.fromOpaque(data!).release()
             })
+            subscriptions.withLock { $0.append(id) }
         }
     }
 
