@@ -88,18 +88,12 @@ extension Keychain {
         try await engine.operation { () async throws(KeychainError) in
             var grant: (any EngineGrant)?
             let current = try await engine.item(reference)
-            if copy != nil || Self.renames(current, attributes) {
+            if copy != nil || attributes.map({ current.item.attributes?.isRenamed(by: $0) ?? false }) == true {
                 grant = try await self.grant(for: engine.openAccess(reference), context: context, reason: reason)
             }
             try await engine.update(reference, secret: copy, label: label, searchAttributes: attributes,
                                     contentType: contentType, grant: grant)
         }
-    }
-
-    /// Whether a new set changes the item's service or account.
-    private static func renames(_ current: ReferencedItem, _ set: [String: String]?) -> Bool {
-        guard let set, let old = current.item.attributes else { return false }
-        return set["service", default: old.service] != old.service || set["account", default: old.account] != old.account
     }
 
     /// Deletes the item (no authentication).

@@ -29,6 +29,13 @@ public struct ItemAttributes: Sendable, Hashable, Codable {
         searchAttributes ?? ["service": service, "account": account]
     }
 
+    /// Whether an attribute set given by reference (its `service` and
+    /// `account` pairs become the item's) changes the service or account,
+    /// which the secret's record is bound to: then it needs what a read needs.
+    package func isRenamed(by set: [String: String]) -> Bool {
+        set["service", default: service] != service || set["account", default: account] != account
+    }
+
     public init(service: String, account: String, label: String? = nil, comment: String? = nil,
                 generic: Data? = nil, access: AccessControl = .userPresence,
                 accessibility: Accessibility = .whenUnlockedThisDeviceOnly,

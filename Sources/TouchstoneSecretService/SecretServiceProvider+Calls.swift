@@ -309,20 +309,19 @@ extension SecretServiceProvider {
                 if let attributes, attributes.count > Keychain.maximumAttributeCount {
                     throw .invalidItem("an item has at most \(Keychain.maximumAttributeCount) attributes, not \(attributes.count)")
                 }
+                // A new secret or name of a gated item needs this client's
+                // unlock: without one, the context allows no interaction and
+                // the update is refused (IsLocked below), before any change.
                 let context = unlock(of: client, for: reference)
-                let found = try await keychain.item(reference)
-                let gated = !(found.item.attributes?.access.flags.isEmpty ?? false)
-                let renames = attributes.map { set in
-                    found.item.attributes.map { set["service", default: $0.service] != $0.service || set["account", default: $0.account] != $0.account } ?? true
-                } ?? false
-                if gated && context == nil && (secret != nil || renames) {
-                    return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked: Unlock it first (its prompt asks for the touch)"))
-                }
                 let type: String?? = contentType.map { $0 == "text/plain" ? nil : $0 }
                 try await keychain.update(reference, secret: secret, label: label.map { .some($0) }, attributes: attributes,
                                           contentType: type, context: context ?? interactionless(),
                                           reason: "a Secret Service client changes it")
             } catch {
+                if case .interactionNotAllowed = error {
+                    state.withLock { _ = $0.unlocks[client]?.items.remove(reference) }
+                    return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked: Unlock it first (its prompt asks for the touch)"))
+                }
                 return .failure(Self.dbusError(error))
             }
         }

@@ -238,10 +238,7 @@ final class InMemoryEngine: Engine {
 
     func update(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
                 contentType: String??, grant: (any EngineGrant)?) async throws(KeychainError) {
-        let renames = searchAttributes.map { new in
-            (try? stored(reference)).map { new["service", default: $0.attributes.service] != $0.attributes.service
-                || new["account", default: $0.attributes.account] != $0.attributes.account } ?? false
-        } ?? false
+        let renames = searchAttributes.map { new in (try? stored(reference))?.attributes.isRenamed(by: new) ?? false } ?? false
         try change(reference, secret: secret, grant: grant, needsGrant: renames) { item in
             if let label { item.attributes.label = label }
             if let contentType { item.attributes.contentType = contentType }

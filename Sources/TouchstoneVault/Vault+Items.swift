@@ -271,7 +271,7 @@ extension Vault {
     /// Every item's attributes and state, without authentication and without
     /// any secret. One bad record is listed as corrupted; the rest are listed.
     package func list(service: String? = nil) throws -> [ListedItem] {
-        let states = try StateReader(self)
+        let states = StateReader(self)
         var out: [ListedItem] = []
         for item in try allRows() {
             let listed = try states.listed(item)

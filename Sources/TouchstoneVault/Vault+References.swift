@@ -76,7 +76,7 @@ extension Vault {
     package func search(_ query: [String: String]) throws -> [ReferencedItem] {
         let rows = try candidates(query)
         if rows.isEmpty { return [] }
-        let states = try StateReader(self)
+        let states = StateReader(self)
         var found: [ReferencedItem] = []
         for item in rows {
             let listed = try states.listed(item)
@@ -166,7 +166,7 @@ extension Vault {
         if renamed || newSecret != nil {
             // A whole new row under the same id: new lookup, item key and wraps.
             let secret = try newSecret ?? openedSecret(item, old, proof: proof)
-            if newSecret != nil { _ = try openItemKeyChecked(item, old, proof: proof) }
+            if newSecret != nil { _ = try openItemKey(item, access: old.access, name: (old.service, old.account), proof: proof) }
             let row = try makeRow(secret, attributes)
             try db.transaction {
                 try db.query("UPDATE items SET lookup = ?, metadata = ?, secret = ?, keys = ?, cipher = ? WHERE id = ? AND lookup = ?",
@@ -186,12 +186,6 @@ extension Vault {
         }
     }
 
-    /// Replacing a secret needs what reading it needs: the item key opens
-    /// with `proof` (or the item has none: access `none`).
-    private func openItemKeyChecked(_ item: StoredItem, _ attributes: ItemAttributes, proof: VaultProof) throws -> SecureBytes? {
-        try openItemKey(item, access: attributes.access, name: (attributes.service, attributes.account), proof: proof)
-    }
-
     /// Deletes item `id` (no authentication).
     package func delete(_ reference: ItemReference) throws {
         try requireWritable()
@@ -208,7 +202,7 @@ final class StateReader {
     let vault: Vault
     private var keys: (classKeys: [Int64: ClassKey], generation: UInt64?)?
 
-    init(_ vault: Vault) throws { self.vault = vault }
+    init(_ vault: Vault) { self.vault = vault }
 
     private func classKeys() throws -> (classKeys: [Int64: ClassKey], generation: UInt64?) {
         if let keys { return keys }

@@ -60,6 +60,15 @@ struct SecretServiceProviderTests {
             #expect(search.stdoutText.contains("found=1\nlocked=1"), "\(search.stdoutText) \(search.stderr)")
             let refused = await rig.python(["locked-read", "service=bank"])
             #expect(refused.code == 0 && refused.stdoutText.contains("refused="), "\(refused.stdoutText) \(refused.stderr)")
+            // Renaming a locked gated item is refused too (its record is bound to its name); nothing moves.
+            // (Through gdbus: secretstorage refuses to try on a locked item.)
+            let path = search.stdoutText.split(separator: "\n").first { $0.hasPrefix("item=") }
+                .map { String($0.dropFirst(5).prefix { $0 != " " }) } ?? ""
+            let renamed = try rig.bus.gdbus(["call", "--dest", "org.freedesktop.secrets", "--object-path", path, "--method",
+                                             "org.freedesktop.DBus.Properties.Set", "org.freedesktop.Secret.Item", "Attributes",
+                                             "<{'service': 'moved', 'account': 'ada'}>"])
+            #expect(renamed.status != 0 && renamed.output.contains("IsLocked"), "\(path): \(renamed.output)")
+            #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("bank\tada\tbiometry-any\tok"))
 
             // secret-tool unlocks (a prompt) and reads; while the prompt waits, other calls are answered.
             let lookup = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
