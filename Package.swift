@@ -100,13 +100,20 @@ let package = Package(
         // objects over the public API, sessions (plain, and encrypted with
         // OpenSSL's DH, HKDF and AES), prompts, pinentry, notifications.
         .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "Touchstone", "TouchstoneSecure", "TouchstoneDBus", "TouchstoneSimulator"]),
-        // The ssh-agent's parts (issue 15), so far OpenSSH's wire format and
-        // the agent protocol over a Unix socket.
+        // The ssh-agent's parts: OpenSSH's wire format and the agent
+        // protocol over a Unix socket.
         .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
+        // touchstoned's server: the listener, one session per connection
+        // serving the operations' registry with each user's in-process
+        // engine, the passcode gate and the TPM gates. Only touchstoned
+        // links it.
+        .target(name: "TouchstoneServer", dependencies: ["CSodium", "Touchstone", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure",
+                                                         "TouchstoneTPM", "TouchstoneVault", "TouchstoneSimulator"],
+                swiftSettings: testSupport),
         // Front ends: the public API and the command-line parser, nothing below.
         .target(name: "TouchstoneCommandLine", dependencies: ["TouchstoneModel"], path: "Sources/TouchstoneCommandLine",
                 swiftSettings: testSupport),
@@ -123,8 +130,8 @@ let package = Package(
         // The git credential helper (docs/git.md): the public API, like touchstone-cli.
         .executableTarget(name: "TouchstoneGitCredential", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
                           linkerSettings: exportSharedCryptoContext),
-        // The daemon engine's server: the public API's package side (DaemonServer).
-        .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneCommandLine"],
+        // touchstoned: its command line over the server.
+        .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneServer", "TouchstoneCommandLine"],
                           linkerSettings: exportSharedCryptoContext),
         // The benchmark, not a product: `swift run -c release TouchstoneBench`.
         .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "CSQLite"],
@@ -138,7 +145,7 @@ let package = Package(
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
                                                  "COpenSSL"],
                     linkerSettings: exportSharedCryptoContext),
-        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
         .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],

@@ -71,7 +71,7 @@ public final class AuthenticationContext: Sendable {
     /// it changes whenever a finger is added or removed, and never returns
     /// to an earlier value. Nil without a passcode.
     public func domainState() async throws(AuthenticationError) -> Data? {
-        try await engine.domainState()
+        try await engine.call(Calls.DomainState())
     }
 
     /// Ends the context: an evaluation in flight fails with `appCancel`;
@@ -90,7 +90,12 @@ public final class AuthenticationContext: Sendable {
     /// What `policy` can use now. Opens the reader to check it is there (no
     /// prompt); does not touch the TPM's dictionary-attack state.
     public func canEvaluate(_ policy: AuthenticationPolicy) async -> Availability {
-        let availability = await engine.availability(policy)
+        let availability: Availability
+        do {
+            availability = try await engine.call(Calls.Availability(policy))
+        } catch {
+            availability = .unavailable(reason: error.message ?? "\(error)")
+        }
         state.withLock { $0.biometryType = availability == .available(.fingerprint) ? .fingerprint : .none }
         return availability
     }
@@ -115,11 +120,11 @@ public final class AuthenticationContext: Sendable {
                     return Task { kept.grant }
                 }
             }
-            let settings = ContextSettings(interaction: state.interaction,
-                                           interactionNotAllowed: state.interactionNotAllowed,
-                                           touchTimeout: state.touchTimeout)
+            let request = Calls.Authenticate(access, reason: reason, interactionNotAllowed: state.interactionNotAllowed,
+                                             touchTimeout: state.touchTimeout)
+            let interaction = state.interaction
             let task = Task(executorPreference: engine.taskExecutor) { () async throws -> any EngineGrant in
-                try await engine.authenticate(access, reason: reason, settings: settings)
+                try await engine.call(request, interaction: interaction)
             }
             state.inFlight = task
             return task

@@ -18,7 +18,7 @@ extension Keychain {
     /// Items whose attribute set holds every pair of `query` (an empty
     /// query: every item), oldest first. No authentication, no secret.
     public func items(matching query: [String: String]) async throws(KeychainError) -> [ReferencedItem] {
-        try await engine.search(query)
+        try await engine.call(Calls.Search(query))
     }
 
     /// Adds an item with attribute set `attributes` (no authentication).
@@ -35,7 +35,8 @@ extension Keychain {
                                   searchAttributes: attributes, contentType: contentType)
         let copy = SecureBytes.wiping(secret)
         return try await engine.operation { () async throws(KeychainError) in
-            try await engine.add(copy, attributes: item, replace: replace)
+            let added = try await engine.call(Calls.AddItem(copy, attributes: item, replace: replace))
+            return (added.reference, replaced: added.replaced)
         }
     }
 
@@ -46,12 +47,12 @@ extension Keychain {
 
     /// One item's attributes and state (no authentication).
     public func item(_ reference: ItemReference) async throws(KeychainError) -> ReferencedItem {
-        try await engine.item(reference)
+        try await engine.call(Calls.Item(reference))
     }
 
     /// The item's ways in that are still open (`itemInvalidated` when none is).
     public func openAccess(_ reference: ItemReference) async throws(KeychainError) -> AccessControl {
-        try await engine.openAccess(reference)
+        try await engine.call(Calls.OpenItemAccess(reference))
     }
 
     /// The item's secret, authenticating through `context` as `get(service:account:)` does.
@@ -67,13 +68,15 @@ extension Keychain {
                                     reason: String) async throws(KeychainError) -> (SecureBytes, ItemAttributes) {
         try await engine.operation { () async throws(KeychainError) in
             do throws(KeychainError) {
-                return try await engine.secret(reference, grant: nil)
+                let opened = try await engine.call(Calls.ItemSecret(reference, grant: nil))
+                return (opened.secret.bytes, opened.attributes)
             } catch {
                 // Needing authentication is answered below; anything else is the answer.
                 guard case .interactionNotAllowed = error else { throw error }
             }
-            let grant = try await grant(for: engine.openAccess(reference), context: context, reason: reason)
-            return try await engine.secret(reference, grant: grant)
+            let grant = try await grant(for: engine.call(Calls.OpenItemAccess(reference)), context: context, reason: reason)
+            let opened = try await engine.call(Calls.ItemSecret(reference, grant: grant))
+            return (opened.secret.bytes, opened.attributes)
         }
     }
 
@@ -87,17 +90,17 @@ extension Keychain {
         let copy = secret.map { SecureBytes.wiping($0) }
         try await engine.operation { () async throws(KeychainError) in
             var grant: (any EngineGrant)?
-            let current = try await engine.item(reference)
+            let current = try await engine.call(Calls.Item(reference))
             if copy != nil || attributes.map({ current.item.attributes?.isRenamed(by: $0) ?? false }) == true {
-                grant = try await self.grant(for: engine.openAccess(reference), context: context, reason: reason)
+                grant = try await self.grant(for: engine.call(Calls.OpenItemAccess(reference)), context: context, reason: reason)
             }
-            try await engine.update(reference, secret: copy, label: label, searchAttributes: attributes,
-                                    contentType: contentType, grant: grant)
+            _ = try await engine.call(Calls.UpdateItem(reference, secret: copy, label: label, searchAttributes: attributes,
+                                                       contentType: contentType, grant: grant))
         }
     }
 
     /// Deletes the item (no authentication).
     public func delete(_ reference: ItemReference) async throws(KeychainError) {
-        try await engine.delete(reference)
+        _ = try await engine.call(Calls.DeleteItem(reference))
     }
 }

@@ -24,7 +24,7 @@ public struct Keychain: Sendable {
         let attributes = ItemAttributes(service: service, account: account, label: label, comment: comment,
                                         generic: generic, access: access, accessibility: accessibility)
         try await engine.operation { () async throws(KeychainError) in
-            try await engine.add(SecureBytes.wiping(secret), attributes: attributes)
+            _ = try await engine.call(Calls.Add(SecureBytes.wiping(secret), attributes: attributes))
         }
     }
 
@@ -37,7 +37,7 @@ public struct Keychain: Sendable {
                     reason: String) async throws(KeychainError) -> SecureBytes {
         try await engine.operation { () async throws(KeychainError) in
             let grant = try await grant(service: service, account: account, context: context, reason: reason)
-            return try await engine.secret(service: service, account: account, grant: grant)
+            return try await engine.call(Calls.Secret(service: service, account: account, grant: grant)).bytes
         }
     }
 
@@ -47,8 +47,8 @@ public struct Keychain: Sendable {
         let copy = SecureBytes.wiping(secret)
         try await engine.operation { () async throws(KeychainError) in
             let grant = try await grant(service: service, account: account, context: context, reason: reason)
-            try await engine.update(service: service, account: account, secret: copy, label: nil, comment: nil,
-                                    generic: nil, grant: grant)
+            _ = try await engine.call(Calls.Update(service: service, account: account, secret: copy, label: nil, comment: nil,
+                                                   generic: nil, grant: grant))
         }
     }
 
@@ -56,30 +56,30 @@ public struct Keychain: Sendable {
     /// argument leaves the attribute as it is, `.some(nil)` removes it).
     public func updateAttributes(service: String, account: String, label: String?? = nil,
                                  comment: String?? = nil, generic: Data?? = nil) async throws(KeychainError) {
-        try await engine.update(service: service, account: account, secret: nil, label: label, comment: comment,
-                                generic: generic, grant: nil)
+        _ = try await engine.call(Calls.Update(service: service, account: account, secret: nil, label: label, comment: comment,
+                                               generic: generic, grant: nil))
     }
 
     /// Deletes the item (no authentication, as SecItemDelete). A corrupted
     /// item can be deleted too.
     public func delete(service: String, account: String) async throws(KeychainError) {
-        try await engine.delete(service: service, account: account)
+        _ = try await engine.call(Calls.Delete(service: service, account: account))
     }
 
     /// Items' attributes and states, never their secrets (no authentication).
     /// One damaged record is listed as corrupted; the rest are listed.
     public func items(service: String? = nil) async throws(KeychainError) -> [ListedItem] {
-        try await engine.items(service: service)
+        try await engine.call(Calls.Items(service: service))
     }
 
     /// One item's attributes (no authentication).
     public func attributes(service: String, account: String) async throws(KeychainError) -> ItemAttributes {
-        try await engine.attributes(service: service, account: account)
+        try await engine.call(Calls.Attributes(service: service, account: account))
     }
 
     private func grant(service: String, account: String, context: (any BiometricAuthenticating)?,
                        reason: String) async throws(KeychainError) -> (any EngineGrant)? {
-        try await grant(for: engine.openAccess(service: service, account: account), context: context, reason: reason)
+        try await grant(for: engine.call(Calls.OpenAccess(service: service, account: account)), context: context, reason: reason)
     }
 
     /// A grant for an item whose open ways in are `access` (none for access `none`).

@@ -16,17 +16,17 @@ public struct SSHKeys: Sendable {
     /// any access but `none` needs a passcode set. Its public half is in
     /// the result.
     public func create(name: String, comment: String = "", access: AccessControl = .userPresence) async throws(KeychainError) -> SSHKeyInfo {
-        try await engine.createSSHKey(name: name, comment: comment, access: access)
+        try await engine.call(Calls.CreateSSHKey(name: name, comment: comment, access: access))
     }
 
     /// Every key's public half, metadata and state (no authentication).
     public func list() async throws(KeychainError) -> [SSHKeyInfo] {
-        try await engine.sshKeys()
+        try await engine.call(Calls.SSHKeys())
     }
 
     /// Deletes the key (no authentication); its TPM blob goes with it.
     public func delete(name: String) async throws(KeychainError) {
-        try await engine.deleteSSHKey(name: name)
+        _ = try await engine.call(Calls.DeleteSSHKey(name: name))
     }
 
     /// An ECDSA P-256 signature of SHA-256(`data`), made by the TPM with the
@@ -42,7 +42,7 @@ public struct SSHKeys: Sendable {
             return out
         }
         return try await engine.operation { () async throws(KeychainError) in
-            let access = try await engine.sshKeyOpenAccess(name: name)
+            let access = try await engine.call(Calls.SSHKeyOpenAccess(name: name))
             var grant: (any EngineGrant)?
             if !access.flags.isEmpty {
                 let context = context ?? device.makeContext()
@@ -53,19 +53,8 @@ public struct SSHKeys: Sendable {
                     throw KeychainError(error)
                 }
             }
-            return try await engine.signSSH(name: name, digest: digest, grant: grant)
+            return try await engine.call(Calls.SignSSH(name: name, digest: digest, grant: grant))
         }
-    }
-}
-
-/// An ECDSA P-256 signature: r and s, 32 bytes each, big-endian.
-public struct SSHSignature: Sendable, Hashable {
-    public let r: [UInt8]
-    public let s: [UInt8]
-
-    public init(r: [UInt8], s: [UInt8]) {
-        self.r = r
-        self.s = s
     }
 }
 

@@ -65,7 +65,13 @@ public final class TouchstoneDevice: Sendable {
 
     /// What this device has now: reader, TPM, vault, passcode, fingers,
     /// lockout, items. Never prompts.
-    public func status() async -> Status { await engine.status() }
+    public func status() async -> Status {
+        do {
+            return try await engine.call(Calls.Status()).status
+        } catch {
+            return DaemonEngine.unreachableStatus(configuration, error)
+        }
+    }
 
     /// The status of the device `configuration` describes, reported part by
     /// part even when it cannot be opened (the TPM unreachable, the vault
@@ -73,7 +79,7 @@ public final class TouchstoneDevice: Sendable {
     public static func status(of configuration: Configuration) async -> Status {
         if case .daemon(let socket) = configuration.resolvedEngine {
             do {
-                return try await DaemonEngine.open(configuration, socket: socket).status()
+                return try await DaemonEngine.open(configuration, socket: socket).call(Calls.Status()).status
             } catch {
                 return DaemonEngine.unreachableStatus(configuration, error)
             }
@@ -83,16 +89,16 @@ public final class TouchstoneDevice: Sendable {
 
     // MARK: - Passcode
 
-    public func passcodeIsSet() async throws(DeviceError) -> Bool { try await engine.passcodeIsSet() }
+    public func passcodeIsSet() async throws(DeviceError) -> Bool { try await engine.call(Calls.PasscodeIsSet()) }
 
     /// Sets the first passcode (refused if one is set).
     public func setPasscode(_ passcode: some ContiguousBytes) async throws(DeviceError) {
-        try await engine.setPasscode(SecureBytes.wiping(passcode))
+        _ = try await engine.call(Calls.SetPasscode(passcode: SecureBytes.wiping(passcode)))
     }
 
     /// Replaces the passcode (the TPM checks the current one).
     public func changePasscode(from old: some ContiguousBytes, to new: some ContiguousBytes) async throws(DeviceError) {
-        try await engine.changePasscode(from: SecureBytes.wiping(old), to: SecureBytes.wiping(new))
+        _ = try await engine.call(Calls.ChangePasscode(from: SecureBytes.wiping(old), to: SecureBytes.wiping(new)))
     }
 
     /// Removes the passcode: every finger is unenrolled, and every item that
@@ -100,13 +106,13 @@ public final class TouchstoneDevice: Sendable {
     /// items were deleted (those kept only while a passcode is set).
     @discardableResult
     public func removePasscode(_ passcode: some ContiguousBytes) async throws(DeviceError) -> Int {
-        try await engine.removePasscode(SecureBytes.wiping(passcode))
+        try await engine.call(Calls.RemovePasscode(passcode: SecureBytes.wiping(passcode)))
     }
 
     // MARK: - Fingers
 
     /// The enrolled fingers (no reader needed).
-    public func enrolledFingers() async throws(DeviceError) -> [Finger] { try await engine.enrolledFingers() }
+    public func enrolledFingers() async throws(DeviceError) -> [Finger] { try await engine.call(Calls.EnrolledFingers()) }
 
     /// Enrols `finger` (the passcode is checked by the TPM first, before any
     /// touch). `progress` reports stage progress and retry hints, on the
@@ -119,7 +125,8 @@ public final class TouchstoneDevice: Sendable {
         let engine = self.engine
         let work = Task(executorPreference: engine.taskExecutor) {
             defer { continuation.finish() }
-            try await engine.enroll(finger, passcode: passcode, timeout: timeout) { continuation.yield($0) }
+            _ = try await engine.call(Calls.Enroll(finger, passcode: passcode, timeout: timeout),
+                                      interaction: EventRelay { continuation.yield($0) })
         }
         await withTaskCancellationHandler {
             for await event in events { progress(event) }
@@ -131,6 +138,6 @@ public final class TouchstoneDevice: Sendable {
 
     /// Removes `finger` (nil: every finger). The passcode is checked first.
     public func unenroll(_ finger: Finger?, passcode: some ContiguousBytes) async throws(DeviceError) {
-        try await engine.unenroll(finger, passcode: SecureBytes.wiping(passcode))
+        _ = try await engine.call(Calls.Unenroll(finger, passcode: SecureBytes.wiping(passcode)))
     }
 }

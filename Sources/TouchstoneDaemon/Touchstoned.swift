@@ -1,6 +1,7 @@
 import Foundation
 import Touchstone
 import TouchstoneCommandLine
+import TouchstoneServer
 #if canImport(Glibc)
 import Glibc
 #endif

@@ -62,25 +62,22 @@ enum DaemonGet {
         let terminal = BlockingTerminal(passcodeDescriptor: options.passcodeFD, interrupt: interrupt)
         let connection = BlockingConnection(socket: connected, terminal: terminal, socketPath: socket,
                                             program: ProcessInfo.processInfo.processName)
-        let unexpected = DaemonFailure(.refused, socket: socket, reason: "an answer of another kind than the call's")
         // One call: the daemon reads the item's access, authenticates for
         // it (its prompts come back on the way) and answers with the secret;
         // its failures come as the daemon engine's calls' would.
-        let outcome: (DaemonOutcome, [SecureBytes])
+        let outcome: Outcome<Calls.GetSecret>
         do {
-            outcome = try connection.call(.getSecret(
+            outcome = try connection.call(Calls.GetSecret(
                 service: service, account: account, reason: reason ?? "touchstone get: read the secret of \(service) / \(account)",
-                touchTimeoutMilliseconds: options.timeout.wholeMilliseconds))
+                touchTimeout: options.timeout))
         } catch let error as DaemonFailure {
             throw KeychainError.daemon(error)
         }
         let secret: SecureBytes
         switch outcome {
-        case (.success(.secret), let secrets) where secrets.count == 1: secret = secrets[0]
-        case (.keychain(let error), _): throw error
-        case (.authentication(let error), _): throw KeychainError.authentication(error)
-        case (.refused(let why), _): throw KeychainError.daemon(DaemonFailure(.refused, socket: socket, reason: why))
-        default: throw KeychainError.daemon(unexpected)
+        case .success(let opened): secret = opened.bytes
+        case .failure(let error): throw error
+        case .refused(let why): throw KeychainError.daemon(DaemonFailure(.refused, socket: socket, reason: why))
         }
         if interrupt.fired { throw CancellationError() }  // a signal just now: write nothing
         guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {

@@ -24,3 +24,14 @@ public struct SSHKeyInfo: Sendable, Hashable, Codable {
         self.state = state
     }
 }
+
+/// An ECDSA P-256 signature: r and s, 32 bytes each, big-endian.
+public struct SSHSignature: Sendable, Hashable, Codable {
+    public let r: [UInt8]
+    public let s: [UInt8]
+
+    public init(r: [UInt8], s: [UInt8]) {
+        self.r = r
+        self.s = s
+    }
+}

@@ -90,8 +90,7 @@ final class InMemoryEngine: Engine {
 
     func enrolledFingers() async throws(DeviceError) -> [Finger] { state.withLock { $0.fingers } }
 
-    func enroll(_ finger: Finger, passcode: SecureBytes, timeout: Duration,
-                events: @escaping @Sendable (ScanEvent) -> Void) async throws(DeviceError) {
+    func enroll(_ finger: Finger, passcode: SecureBytes) async throws(DeviceError) {
         try state.withLock { (state) throws(DeviceError) in
             try Self.check(passcode, against: state.passcode)
             if !state.fingers.contains(finger) { state.fingers = (state.fingers + [finger]).sorted() }
@@ -126,8 +125,7 @@ final class InMemoryEngine: Engine {
         state.withLock { state in state.passcode == nil ? nil : Data(state.fingers.map(\.rawValue).joined(separator: ",").utf8) }
     }
 
-    func authenticate(_ access: AccessControl, reason: String,
-                      settings: ContextSettings) async throws(AuthenticationError) -> any EngineGrant {
+    func authenticate(reason: String) async throws(AuthenticationError) -> any EngineGrant {
         try await authenticator.authenticate(reason: reason)
         return Grant()
     }

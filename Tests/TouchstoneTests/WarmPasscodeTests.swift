@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Touchstone
+import TouchstoneServer
 import TouchstoneSecure
 
 /// The daemon's warm passcode (`WarmPasscode`), on its own: what it keeps,

@@ -40,8 +40,8 @@ extension TouchstoneDevice {
                                           fix: "choose the daemon: --daemon PATH, or start it"))
         }
         let passcode = SecureBytes.wiping(passcode)
-        let hasPasscode = try await daemon.passcodeIsSet()
-        let items = try await Self.keychainCall { () async throws(KeychainError) in try await daemon.items(service: nil) }
+        let hasPasscode = try await daemon.call(Calls.PasscodeIsSet())
+        let items = try await Self.keychainCall { () async throws(KeychainError) in try await daemon.call(Calls.Items(service: nil)) }
         if hasPasscode || !items.isEmpty {
             throw .storage(StorageFailure(.stateFolder, "touchstoned already holds a vault for this user; an import goes only into an empty one",
                                           fix: "remove the daemon's passcode and items first, or keep using --embedded"))
@@ -54,22 +54,24 @@ extension TouchstoneDevice {
 
         var added: [ItemAttributes] = []
         do throws(DeviceError) {
-            try await daemon.setPasscode(passcode)
+            _ = try await daemon.call(Calls.SetPasscode(passcode: passcode))
             if let reader = export.reader, !export.prints.isEmpty {
-                try await daemon.importFingers(export.prints, reader: reader, passcode: passcode)
+                _ = try await daemon.call(Calls.ImportFingers(
+                    driver: reader.driver, deviceID: reader.deviceID, fingers: export.prints.map(\.finger),
+                    prints: export.prints.map { SecureBytes(copying: $0.data) }, passcode: passcode))
             }
             for (attributes, secret) in export.items {
-                try await Self.keychainCall { () async throws(KeychainError) in try await daemon.add(secret, attributes: attributes) }
+                try await Self.keychainCall { () async throws(KeychainError) in _ = try await daemon.call(Calls.Add(secret, attributes: attributes)) }
                 added.append(attributes)
             }
         } catch {
             // Take out what went in; the embedded vault was not touched.
             for attributes in added {
                 _ = try? await Self.keychainCall { () async throws(KeychainError) in
-                    try await daemon.delete(service: attributes.service, account: attributes.account)
+                    _ = try await daemon.call(Calls.Delete(service: attributes.service, account: attributes.account))
                 }
             }
-            _ = try? await daemon.removePasscode(passcode)
+            _ = try? await daemon.call(Calls.RemovePasscode(passcode: passcode))
             throw error
         }
         let fate: VaultImportReport.EmbeddedVault

@@ -16,7 +16,7 @@ import TouchstoneSecure
 /// needs (`recycle()`) waits, idle, for the next engine (`make()`): the
 /// threads never end, so none is still tearing down its thread-locals
 /// (OpenSSL's among them) while the process exits.
-final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
+package final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
     /// The name `ps -T` and debuggers show (at most 15 bytes, the kernel's limit).
     static let name = "ts-engine"
 
@@ -53,14 +53,14 @@ final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
         thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
         submit { [self] in job.runSynchronously(isolatedTo: asUnownedSerialExecutor(), taskExecutor: asUnownedTaskExecutor()) }
     }
 
-    func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
+    package func asUnownedSerialExecutor() -> UnownedSerialExecutor { UnownedSerialExecutor(ordinary: self) }
 
-    func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
+    package func asUnownedTaskExecutor() -> UnownedTaskExecutor { UnownedTaskExecutor(ordinary: self) }
 
     /// Runs `body` on the thread and returns its result to the caller, for
     /// blocking work outside an actor on this executor (opening the vault).

@@ -149,16 +149,29 @@ extension InProcessEngine {
         guard let interaction = settings.interaction, !settings.interactionNotAllowed else {
             throw AuthenticationError.notInteractive
         }
+        // Daemon mode: refused at once while the user is throttled.
+        if let daemon { _ = try daemon.throttle.check() }
         let typed = try await interaction.passcode(reason: reason)
+        let judgement = try admitTyped(typed)
         let auth = PasscodeAuth(passcode: typed)
         // Daemon mode: the user's last right passcode, warm, proves itself
         // with the key the TPM opened for it, while its record is unchanged.
         if let warm, let kept = warm.opened(for: typed),
            let proof = try vault.passcodeProof(auth, opened: kept.secret, record: kept.record) {
             try vault.resetBiometricFailures()
+            settle(judgement, passcode: typed, right: true)
             return proof
         }
-        let proof = try vault.verifyPasscode(auth)
+        let proof: VaultProof
+        do {
+            proof = try vault.verifyPasscode(auth)
+        } catch {
+            if case .authenticationFailed = AuthenticationError(BackendFailure(error)) {
+                settle(judgement, passcode: typed, right: false)
+            }
+            throw error
+        }
+        settle(judgement, passcode: typed, right: true)
         try vault.resetBiometricFailures()
         if let warm, let secret = try vault.openedPasscodeKey(in: proof) {
             warm.remember(typed, secret: secret, record: try vault.passcodeKeyRecord())

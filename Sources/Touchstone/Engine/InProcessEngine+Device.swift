@@ -9,20 +9,33 @@ extension InProcessEngine {
     package func passcodeIsSet() async throws(DeviceError) -> Bool { vault.isPasscodeSet }
 
     package func setPasscode(_ passcode: SecureBytes) async throws(DeviceError) {
+        daemon?.warm.forget()
         try await device {
             guard passcode.count > 0 else { throw BackendFailure.invalidInput("the passcode is empty") }
             try vault.setPasscode(PasscodeAuth(passcode: passcode))
         }
+        daemon?.throttle.recordSuccess(passcode)
     }
 
     package func changePasscode(from old: SecureBytes, to new: SecureBytes) async throws(DeviceError) {
-        try await device {
-            guard new.count > 0 else { throw BackendFailure.invalidInput("the new passcode is empty") }
-            try vault.changePasscode(from: PasscodeAuth(passcode: old), to: PasscodeAuth(passcode: new))
+        daemon?.warm.forget()
+        try await throttled(old) { () async throws(DeviceError) in
+            try await device {
+                guard new.count > 0 else { throw BackendFailure.invalidInput("the new passcode is empty") }
+                try vault.changePasscode(from: PasscodeAuth(passcode: old), to: PasscodeAuth(passcode: new))
+            }
         }
+        daemon?.throttle.recordSuccess(new)
     }
 
     package func removePasscode(_ passcode: SecureBytes) async throws(DeviceError) -> Int {
+        daemon?.warm.forget()
+        let removed = try await throttled(passcode) { () async throws(DeviceError) in try await removingPasscode(passcode) }
+        daemon?.throttle.forget()
+        return removed
+    }
+
+    private func removingPasscode(_ passcode: SecureBytes) async throws(DeviceError) -> Int {
         try await device {
             // The set as it was, for a match-on-chip reader's own copies.
             let enrolled = try? vault.enrolledFingers()
@@ -44,6 +57,13 @@ extension InProcessEngine {
     /// incremented). A failed or cancelled capture changes nothing.
     package func enroll(_ finger: Finger, passcode: SecureBytes, timeout: Duration,
                         events: @escaping @Sendable (ScanEvent) -> Void) async throws(DeviceError) {
+        try await throttled(passcode) { () async throws(DeviceError) in
+            try await enrolling(finger, passcode: passcode, timeout: timeout, events: events)
+        }
+    }
+
+    private func enrolling(_ finger: Finger, passcode: SecureBytes, timeout: Duration,
+                           events: @escaping @Sendable (ScanEvent) -> Void) async throws(DeviceError) {
         try await device {
             try vault.requireWritable()
             let proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))
@@ -63,6 +83,10 @@ extension InProcessEngine {
     /// altered, only every finger can be unenrolled: that is how the
     /// passcode's owner starts again.
     package func unenroll(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {
+        try await throttled(passcode) { () async throws(DeviceError) in try await unenrolling(finger, passcode: passcode) }
+    }
+
+    private func unenrolling(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {
         try await device {
             try vault.requireWritable()
             let proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))

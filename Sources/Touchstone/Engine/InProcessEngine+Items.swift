@@ -17,38 +17,6 @@ extension InProcessEngine {
         return try await keychain { try vault.secret(service: service, account: account, proof: proof) }
     }
 
-    /// Where `getSecret` stopped.
-    package enum GetStep: Sendable { case access, authentication, secret }
-
-    /// The command's `get` in one call on the engine's thread (the daemon's
-    /// `getSecret`): the item's access, an authentication for it when it
-    /// has one (the reader closed after it), then its secret. Returns the
-    /// step it ended at with its result, and whether it authenticated.
-    package func getSecret(service: String, account: String, reason: String,
-                           settings: ContextSettings) async -> (step: GetStep, authenticated: Bool, result: Result<SecureBytes, any Error>) {
-        let access: AccessControl
-        do {
-            access = try await openAccess(service: service, account: account)
-        } catch {
-            return (.access, false, .failure(error))
-        }
-        var grant: (any EngineGrant)?
-        if !access.flags.isEmpty {
-            do {
-                grant = try await authenticate(access, reason: reason, settings: settings)
-            } catch {
-                await close()
-                return (.authentication, true, .failure(error))
-            }
-            await close()
-        }
-        do {
-            return (.secret, grant != nil, .success(try await secret(service: service, account: account, grant: grant)))
-        } catch {
-            return (.secret, grant != nil, .failure(error))
-        }
-    }
-
     package func update(service: String, account: String, secret: SecureBytes?, label: String??, comment: String??,
                         generic: Data??, grant: (any EngineGrant)?) async throws(KeychainError) {
         let proof = try Self.proof(grant)
@@ -111,7 +79,8 @@ extension InProcessEngine {
     /// engine proves nothing here.
     static func proof(_ grant: (any EngineGrant)?) throws(KeychainError) -> VaultProof {
         guard let grant else { return .none }
-        guard let ours = grant as? InProcessGrant else { throw .authentication(.invalidContext) }
+        let own = (grant as? GrantReference).map { $0.grant } ?? grant
+        guard let ours = own as? InProcessGrant else { throw .authentication(.invalidContext) }
         return ours.proof
     }
 }

@@ -21,15 +21,18 @@ package actor InProcessEngine: Engine {
     let readerTarget: ReaderTarget
     /// The reader, opened on first use; released by `close()`.
     var reader: ReaderConnection?
+    /// Daemon mode: what the daemon lends this user's engine (the
+    /// passcode throttle, the warm passcode); nil when embedded.
+    let daemon: DaemonModeHooks?
     /// Daemon mode: the user's last right passcode, kept warm.
-    let warm: WarmPasscode?
+    var warm: (any WarmPasscodeKeeping)? { daemon?.warm }
 
     package nonisolated var unownedExecutor: UnownedSerialExecutor { thread.asUnownedSerialExecutor() }
     package nonisolated var taskExecutor: (any TaskExecutor)? { thread }
 
-    private init(configuration: Configuration, thread: DedicatedThread, backend: Backend, warm: WarmPasscode?) {
+    private init(configuration: Configuration, thread: DedicatedThread, backend: Backend, daemon: DaemonModeHooks?) {
         self.configuration = configuration
-        self.warm = warm
+        self.daemon = daemon
         self.thread = thread
         tpm = backend.tpm
         vault = backend.vault
@@ -42,23 +45,28 @@ package actor InProcessEngine: Engine {
     }
 
     /// A thread for an engine.
-    static func makeThread() -> DedicatedThread { DedicatedThread.make() }
+    package static func makeThread() -> DedicatedThread { DedicatedThread.make() }
 
     /// Opens the vault of `configuration` (creating it on first use) with
     /// its TPM, on `thread` (one of its own by default), which then runs the
     /// engine; on a failure the thread is given back.
     /// `gate`: the daemon's gate for this user (daemon mode only): every
-    /// key this engine seals needs it; `warm`: where it keeps the user's
-    /// last right passcode warm.
-    static func open(_ configuration: Configuration, on thread: DedicatedThread = makeThread(),
-                     gate: TPMGate? = nil, warm: WarmPasscode? = nil) async throws(DeviceError) -> InProcessEngine {
+    /// key this engine seals needs it; `daemon`: the daemon's throttle and
+    /// warm passcode for the user.
+    package static func open(_ configuration: Configuration, on thread: DedicatedThread = makeThread(),
+                             gate: TPMGate? = nil, daemon: DaemonModeHooks? = nil) async throws(DeviceError) -> InProcessEngine {
         do {
             let backend = try await thread.run { try Backend(configuration, gate: gate) }
-            return InProcessEngine(configuration: configuration, thread: thread, backend: backend, warm: warm)
+            return InProcessEngine(configuration: configuration, thread: thread, backend: backend, daemon: daemon)
         } catch {
             thread.recycle()
             throw DeviceError(BackendFailure(error))
         }
+    }
+
+    package func call<R: EngineOperation>(_ request: R,
+                                          interaction: (any AuthenticationInteraction)?) async throws(R.Failure) -> R.Response {
+        try await request.run(on: self, interaction: interaction)
     }
 
     package func close() async {

@@ -22,10 +22,10 @@ package struct BlockingConnection {
 
     /// One call. Any failure of the connection is a `DaemonFailure` naming
     /// `socketPath` (lost when it closed); a signal, `CancellationError`.
-    package func call(_ call: DaemonCall, secrets: [SecureBytes] = []) throws -> (DaemonOutcome, [SecureBytes]) {
+    package func call<R: EngineRequest>(_ request: R) throws -> Outcome<R> {
         do {
-            try socket.send(try DaemonWire.Frame(.request, DaemonRequest(call: call, program: program), secrets: secrets))
-            return try exchange()
+            try socket.send(try DaemonWire.Frame(request: request, program: program, interactive: true))
+            return try exchange().decodeCarrying(Outcome<R>.self)
         } catch let error as DaemonWireError {
             throw DaemonFailure(error, socket: socketPath)
         }
@@ -38,7 +38,7 @@ package struct BlockingConnection {
         var enter: Int32?
     }
 
-    private func exchange() throws -> (DaemonOutcome, [SecureBytes]) {
+    private func exchange() throws -> DaemonWire.Frame {
         var touch: Touch?
         defer { if let fd = touch?.enter { close(fd) } }
         while true {
@@ -65,7 +65,7 @@ package struct BlockingConnection {
             let frame = try socket.receive(idle: nil, stall: .seconds(30))
             switch frame.kind {
             case .response:
-                return (try frame.decode(DaemonOutcome.self), frame.secrets)
+                return frame
             case .event:
                 BlockingTerminal.say(try frame.decode(ScanEvent.self))
             case .prompt:

@@ -16,8 +16,11 @@ import TouchstoneSecure
 /// secrets that do not add up to the body are protocol errors: the peer
 /// closes the connection.
 package enum DaemonWire {
-    /// The protocol version both sides speak.
-    package static let version: UInt8 = 1
+    /// The protocol version both sides speak. 2: one request type per
+    /// operation (`Calls`), named in the request's head. A peer of another
+    /// version is refused with a clear error (`DaemonWireError.version`);
+    /// the daemon answers a version 1 client in its own framing.
+    package static let version: UInt8 = 2
     /// The largest secret (`Keychain.maximumSecretSize`, 1 MiB).
     package static let maximumSecret = 1 << 20
     /// The longest body: the largest secret plus room for its attributes.
@@ -48,6 +51,9 @@ package enum DaemonWire {
         package var kind: Kind
         package var control: Data
         package var secrets: [SecureBytes]
+        /// The version byte it is sent with (another only to refuse an
+        /// older peer in its own framing).
+        package var version = DaemonWire.version
 
         package init(kind: Kind, control: Data, secrets: [SecureBytes] = []) {
             self.kind = kind
@@ -55,17 +61,60 @@ package enum DaemonWire {
             self.secrets = secrets
         }
 
+        /// A frame whose control part is `value`: its `WireSecret` fields
+        /// go to the secrets part, after `secrets`.
         package init<T: Encodable>(_ kind: Kind, _ value: T, secrets: [SecureBytes] = []) throws(DaemonWireError) {
+            try self.init(kind, value, secrets: secrets, slots: nil)
+        }
+
+        /// A request frame for `request`: its secrets checked against the
+        /// slots it declares (a secret field it does not name is a bug).
+        package init<R: EngineRequest>(request: R, program: String?, interactive: Bool) throws(DaemonWireError) {
+            try self.init(.request, RequestEnvelope(request, program: program, interactive: interactive), secrets: [],
+                          slots: Set(R.secretSlots.map { "request." + $0 }))
+        }
+
+        /// A response frame for an operation's outcome.
+        package init<R: EngineRequest>(response: Outcome<R>) throws(DaemonWireError) {
+            try self.init(.response, response, secrets: [], slots: nil)
+        }
+
+        private init<T: Encodable>(_ kind: Kind, _ value: T, secrets: [SecureBytes], slots: Set<String>?) throws(DaemonWireError) {
+            let sink = WireSecrets.Sink(secrets)
+            let encoder = JSONEncoder()
+            encoder.userInfo[WireSecrets.key] = sink
+            let control: Data
             do {
-                self.init(kind: kind, control: try JSONEncoder().encode(value), secrets: secrets)
+                control = try encoder.encode(value)
             } catch {
                 throw .malformed("cannot encode \(T.self)")
             }
+            if let slots {
+                let named = sink.paths.map { "request." + $0 }
+                precondition(named.allSatisfy(slots.contains), "\(T.self) carries secrets \(named) beyond its slots \(slots.sorted())")
+            }
+            self.init(kind: kind, control: control, secrets: sink.secrets)
         }
 
+        /// The control part as `T`, its `WireSecret` fields taken from the
+        /// secrets part (each place once).
         package func decode<T: Decodable>(_ type: T.Type) throws(DaemonWireError) -> T {
+            try decode(type, source: WireSecrets.Source(secrets, reserved: 0)).0
+        }
+
+        /// Like `decode`, for a request or a response: every secret the
+        /// frame carries must be one of its fields'.
+        package func decodeCarrying<T: Decodable>(_ type: T.Type) throws(DaemonWireError) -> T {
+            let (value, source) = try decode(type, source: WireSecrets.Source(secrets, reserved: 0))
+            guard source.allTaken else { throw .malformed("a \(kind) frame with secrets its control part does not name") }
+            return value
+        }
+
+        private func decode<T: Decodable>(_ type: T.Type, source: WireSecrets.Source) throws(DaemonWireError) -> (T, WireSecrets.Source) {
+            let decoder = JSONDecoder()
+            decoder.userInfo[WireSecrets.key] = source
             do {
-                return try JSONDecoder().decode(type, from: control)
+                return (try decoder.decode(type, from: control), source)
             } catch {
                 throw .malformed("a \(kind) frame whose control part is not a \(T.self)")
             }
@@ -86,7 +135,7 @@ package enum DaemonWire {
                 func putLength(_ n: Int) {
                     withUnsafeBytes(of: UInt32(n).bigEndian) { put($0) }
                 }
-                withUnsafeBytes(of: (DaemonWire.version, kind.rawValue)) { put($0) }
+                withUnsafeBytes(of: (version, kind.rawValue)) { put($0) }
                 putLength(control.count)
                 control.withUnsafeBytes { put($0) }
                 for secret in secrets {
@@ -150,7 +199,7 @@ package enum DaemonWireError: Error, Sendable, Hashable, CustomStringConvertible
         case .closed: "the connection was closed"
         case .timedOut: "the peer sent nothing in time"
         case .tooLarge(let n): "a frame of \(n) bytes, more than \(DaemonWire.maximumBody)"
-        case .version(let v): "protocol version \(v), not \(DaemonWire.version)"
+        case .version(let v): "the peer speaks protocol version \(v) and this side \(DaemonWire.version): touchstone and touchstoned must come from the same release"
         case .malformed(let why): "malformed message: \(why)"
         case .system(let why): why
         }

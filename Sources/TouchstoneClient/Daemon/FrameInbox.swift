@@ -97,12 +97,12 @@ package final class DaemonConnection: Sendable {
     /// One call: the request, then its response, the daemon's prompts
     /// answered by `interaction` meanwhile. Any failure of the connection
     /// is a `DaemonFailure` naming `socketPath` (lost when it closed).
-    package func call(_ call: DaemonCall, secrets: [SecureBytes] = [], interaction: (any AuthenticationInteraction)? = nil,
-                      socketPath: String) async throws(DaemonFailure) -> (DaemonOutcome, [SecureBytes]) {
+    package func call<R: EngineRequest>(_ request: R, interaction: (any AuthenticationInteraction)? = nil,
+                                         socketPath: String) async throws(DaemonFailure) -> Outcome<R> {
         do {
-            let request = DaemonRequest(call: call, program: ProcessInfo.processInfo.processName)
-            try socket.send(try DaemonWire.Frame(.request, request, secrets: secrets))
-            return try await self.await(interaction: interaction)
+            try socket.send(try DaemonWire.Frame(request: request, program: ProcessInfo.processInfo.processName,
+                                                 interactive: interaction != nil))
+            return try await self.await(interaction: interaction).decodeCarrying(Outcome<R>.self)
         } catch let error as DaemonWireError {
             throw DaemonFailure(error, socket: socketPath)
         } catch {
@@ -113,14 +113,14 @@ package final class DaemonConnection: Sendable {
     /// Handles frames until the call's response: scan events go to
     /// `interaction` in order, prompts are answered by it (each in a task of
     /// its own, cancelled when the daemon no longer needs it).
-    package func await(interaction: (any AuthenticationInteraction)?) async throws -> (DaemonOutcome, [SecureBytes]) {
+    package func await(interaction: (any AuthenticationInteraction)?) async throws -> DaemonWire.Frame {
         var prompts: [UInt32: Task<Void, Never>] = [:]
         defer { prompts.values.forEach { $0.cancel() } }
         while true {
             let frame = try await inbox.next()
             switch frame.kind {
             case .response:
-                return (try frame.decode(DaemonOutcome.self), frame.secrets)
+                return frame
             case .event:
                 await interaction?.scanEvent(try frame.decode(ScanEvent.self))
             case .prompt:

@@ -6,15 +6,21 @@ import Glibc
 
 /// The daemon's listening socket: the one systemd passes (socket
 /// activation, LISTEN_FDS), or one it binds itself.
-struct Listener {
-    let fd: Int32
-    let path: String
+package struct Listener {
+    package let fd: Int32
+    /// Where it listens, as the log says it.
+    package let path: String
     /// Whether this process made the socket file (and removes it at the end).
     let owned: Bool
 
     static let systemdFirstDescriptor: Int32 = 3
 
-    static func open(_ requested: String?) throws -> Listener {
+    /// Why the daemon cannot listen, said for the person who started it.
+    package struct Failure: Error, CustomStringConvertible {
+        package let description: String
+    }
+
+    package static func open(_ requested: String?) throws(Failure) -> Listener {
         let environment = ProcessInfo.processInfo.environment
         if requested == nil, environment["LISTEN_PID"] == String(getpid()), let count = environment["LISTEN_FDS"].flatMap(Int.init), count >= 1 {
             let fd = systemdFirstDescriptor
@@ -29,16 +35,16 @@ struct Listener {
         let fd: Int32
         switch listenOnUnixSocket(path, mode: 0o666, backlog: 128) {
         case .success(let listening): fd = listening
-        case .failure(.pathTooLong): throw Touchstoned.UsageError(text: "the socket path is longer than 107 bytes: \(path)")
-        case .failure(.notASocket): throw Touchstoned.UsageError(text: "\(path) exists and is not a socket")
-        case .failure(.inUse): throw Touchstoned.UsageError(text: "another daemon listens on \(path)")
-        case .failure(.system("listen", let why)): throw Touchstoned.UsageError(text: "listen on \(path): \(why)")
-        case .failure(.system(_, let why)): throw Touchstoned.UsageError(text: "cannot listen on \(path): \(why)")
+        case .failure(.pathTooLong): throw Failure(description: "the socket path is longer than 107 bytes: \(path)")
+        case .failure(.notASocket): throw Failure(description: "\(path) exists and is not a socket")
+        case .failure(.inUse): throw Failure(description: "another daemon listens on \(path)")
+        case .failure(.system("listen", let why)): throw Failure(description: "listen on \(path): \(why)")
+        case .failure(.system(_, let why)): throw Failure(description: "cannot listen on \(path): \(why)")
         }
         return Listener(fd: fd, path: path, owned: true)
     }
 
-    func close() {
+    package func close() {
         Glibc.close(fd)
         if owned { unlink(path) }
     }

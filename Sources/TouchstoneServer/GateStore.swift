@@ -43,7 +43,7 @@ package final class GateStore: Sendable {
         } catch let error as DeviceError {
             throw error
         } catch {
-            throw DeviceError(BackendFailure(error))
+            throw DeviceError(backend: error)
         }
     }
 }

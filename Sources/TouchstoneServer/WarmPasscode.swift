@@ -1,4 +1,5 @@
 import Foundation
+import Touchstone
 import TouchstoneSecure
 
 /// What `touchstoned` keeps of one user's last right passcode while the
@@ -14,7 +15,7 @@ import TouchstoneSecure
 /// its last use, at every passcode change, removal or import, and when
 /// the daemon stops. Who can read the daemon's memory (root, the daemon's
 /// user) could read the gate and the pepper from its database anyway.
-package final class WarmPasscode: Sendable {
+package final class WarmPasscode: WarmPasscodeKeeping {
     /// How long a right passcode stays warm after its last use.
     package static let defaultLifetime: Duration = .seconds(300)
 

@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
+import Touchstone
 import TouchstoneSecure
+import TouchstoneTPM
 import TouchstoneVault
 #if canImport(Glibc)
 import Glibc
@@ -90,7 +92,7 @@ package final class DaemonServer: Sendable {
         }
         guard admitted else {
             log.write("uid \(peer.uid) pid \(peer.pid): too many connections, refused")
-            try? socket.send(try DaemonWire.Frame(.response, DaemonOutcome.refused("too many connections; try again later")))
+            try? socket.send(try DaemonWire.Frame(.response, Refusal("too many connections; try again later")))
             socket.shut()
             return
         }
@@ -145,7 +147,7 @@ actor UserEngines {
     /// The engine of `uid`'s state folder, created 0700 on first use, with
     /// the user's gate (created with a new vault; a vault older than the
     /// gate opens without one).
-    func engine(for uid: uid_t, gates: GateStore) async throws(DeviceError) -> InProcessEngine {
+    func engine(for uid: uid_t, gates: GateStore, throttle: PasscodeGate) async throws(DeviceError) -> InProcessEngine {
         if let engine = engines[uid] { return engine }
         let configuration = configuration(for: uid)
         for path in [configuration.home.deletingLastPathComponent().path, configuration.home.path] {
@@ -155,7 +157,9 @@ actor UserEngines {
         }
         let gate = try gates.gate(for: uid, vaultExists: FileManager.default.fileExists(
             atPath: configuration.home.appendingPathComponent("vault.sqlite").path), tcti: tcti)
-        let engine = try await InProcessEngine.open(configuration, gate: gate, warm: warm.of(uid))
+        let hooks = DaemonModeHooks(throttle: UserThrottle(gate: throttle, uid: uid), warm: warm.of(uid),
+                                    readerChoice: settings.readerChoice)
+        let engine = try await InProcessEngine.open(configuration, gate: gate, daemon: hooks)
         engines[uid] = engine
         return engine
     }

@@ -1,5 +1,6 @@
 import Foundation
 internal import CSodium
+import Touchstone
 import TouchstoneSecure
 import TouchstoneVault
 #if canImport(Glibc)
@@ -163,4 +164,18 @@ package final class PasscodeGate: Sendable {
         }
         return rc == 0 ? out : nil
     }
+}
+
+/// One user's share of the daemon's gate, as that user's engine judges
+/// passcodes through it.
+struct UserThrottle: PasscodeThrottle {
+    let gate: PasscodeGate
+    let uid: UInt32
+
+    func check() throws(AuthenticationError) -> Int { try gate.check(uid) }
+    func verify(_ passcode: SecureBytes) -> Bool? { gate.verify(uid, passcode) }
+    func recordFailure() { _ = gate.recordFailure(uid) }
+    func recordSuccess(_ passcode: SecureBytes) { gate.recordSuccess(uid, passcode) }
+    func clearFailures() { gate.clearFailures(uid) }
+    func forget() { gate.forget(uid) }
 }

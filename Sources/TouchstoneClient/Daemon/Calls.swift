@@ -1,0 +1,453 @@
+import FoundationEssentials
+import TouchstoneSecure
+
+/// Every operation across the engine seam, one type each (`EngineRequest`).
+/// The daemon serves them by `name`; docs/daemon.md lists them, checked
+/// against these types by `DaemonProtocolDocTests`.
+package enum Calls {}
+
+// MARK: - The device: passcode and fingers
+
+extension Calls {
+    /// What the device has now, without prompting. Never fails: what could
+    /// not be read is in the status.
+    package struct Status: EngineRequest {
+        package typealias Response = DaemonStatus
+        package typealias Failure = DeviceError
+        package static let name = "status"
+        package init() {}
+    }
+
+    package struct PasscodeIsSet: EngineRequest {
+        package typealias Response = Bool
+        package typealias Failure = DeviceError
+        package static let name = "passcode-is-set"
+        package init() {}
+    }
+
+    package struct SetPasscode: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = DeviceError
+        package static let name = "passcode-set"
+        package static let secretSlots = ["passcode"]
+        package var passcode: WireSecret
+        package init(passcode: SecureBytes) { self.passcode = WireSecret(passcode) }
+    }
+
+    package struct ChangePasscode: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = DeviceError
+        package static let name = "passcode-change"
+        package static let secretSlots = ["old", "new"]
+        package var old: WireSecret
+        package var new: WireSecret
+        package init(from old: SecureBytes, to new: SecureBytes) {
+            self.old = WireSecret(old)
+            self.new = WireSecret(new)
+        }
+    }
+
+    /// Answers how many items went with the passcode.
+    package struct RemovePasscode: EngineRequest {
+        package typealias Response = Int
+        package typealias Failure = DeviceError
+        package static let name = "passcode-remove"
+        package static let secretSlots = ["passcode"]
+        package var passcode: WireSecret
+        package init(passcode: SecureBytes) { self.passcode = WireSecret(passcode) }
+    }
+
+    package struct EnrolledFingers: EngineRequest {
+        package typealias Response = [Finger]
+        package typealias Failure = DeviceError
+        package static let name = "fingers"
+        package init() {}
+    }
+
+    /// Scan events come back through the interaction (event frames).
+    package struct Enroll: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = DeviceError
+        package static let name = "enroll"
+        package static let secretSlots = ["passcode"]
+        package var finger: Finger
+        package var timeoutMilliseconds: Int
+        package var passcode: WireSecret
+        package init(_ finger: Finger, passcode: SecureBytes, timeout: Duration) {
+            self.finger = finger
+            timeoutMilliseconds = timeout.wholeMilliseconds
+            self.passcode = WireSecret(passcode)
+        }
+    }
+
+    /// `finger` nil: every finger.
+    package struct Unenroll: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = DeviceError
+        package static let name = "unenroll"
+        package static let secretSlots = ["passcode"]
+        package var finger: Finger?
+        package var passcode: WireSecret
+        package init(_ finger: Finger?, passcode: SecureBytes) {
+            self.finger = finger
+            self.passcode = WireSecret(passcode)
+        }
+    }
+
+    /// An import's enrolled set (`touchstone import`): the prints of
+    /// `fingers`, in that order, enrolled on the reader named.
+    package struct ImportFingers: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = DeviceError
+        package static let name = "import-fingers"
+        package static let secretSlots = ["passcode", "prints[]"]
+        package var driver: String
+        package var deviceID: String
+        package var fingers: [Finger]
+        package var passcode: WireSecret
+        package var prints: [WireSecret]
+        package init(driver: String, deviceID: String, fingers: [Finger], prints: [SecureBytes], passcode: SecureBytes) {
+            self.driver = driver
+            self.deviceID = deviceID
+            self.fingers = fingers
+            self.prints = prints.map(WireSecret.init)
+            self.passcode = WireSecret(passcode)
+        }
+    }
+}
+
+// MARK: - Authentication
+
+extension Calls {
+    /// Never fails: an unavailable policy says why.
+    package struct Availability: EngineRequest {
+        package typealias Response = TouchstoneModel.Availability
+        package typealias Failure = AuthenticationError
+        package static let name = "availability"
+        package var policy: AuthenticationPolicy
+        package init(_ policy: AuthenticationPolicy) { self.policy = policy }
+    }
+
+    /// The enrolled-finger set's opaque state; nil without a passcode.
+    package struct DomainState: EngineRequest {
+        package typealias Response = Data?
+        package typealias Failure = AuthenticationError
+        package static let name = "domain-state"
+        package init() {}
+    }
+
+    /// Authenticates for `access` (a touch, the passcode, or both, as it
+    /// asks) through the caller's interaction; answers a grant.
+    package struct Authenticate: EngineRequest {
+        package typealias Response = GrantReference
+        package typealias Failure = AuthenticationError
+        package static let name = "authenticate"
+        package var access: AccessControl
+        package var reasonText: String
+        package var interactionNotAllowed: Bool
+        package var touchTimeoutMilliseconds: Int
+        package var reason: String? { reasonText }
+
+        package init(_ access: AccessControl, reason: String, interactionNotAllowed: Bool, touchTimeout: Duration) {
+            self.access = access
+            reasonText = reason
+            self.interactionNotAllowed = interactionNotAllowed
+            touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+        }
+
+        package static func issue(_ response: inout GrantReference, _ mark: (inout GrantReference) -> Void) { mark(&response) }
+    }
+}
+
+// MARK: - Items by service and account
+
+extension Calls {
+    package struct Add: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "add"
+        package static let secretSlots = ["secret"]
+        package var attributes: ItemAttributes
+        package var secret: WireSecret
+        package init(_ secret: SecureBytes, attributes: ItemAttributes) {
+            self.attributes = attributes
+            self.secret = WireSecret(secret)
+        }
+    }
+
+    /// The item's ways in that are still open, as an access control
+    /// (`itemInvalidated` when none is).
+    package struct OpenAccess: EngineRequest {
+        package typealias Response = AccessControl
+        package typealias Failure = KeychainError
+        package static let name = "open-access"
+        package var service: String
+        package var account: String
+        package init(service: String, account: String) {
+            self.service = service
+            self.account = account
+        }
+    }
+
+    package struct Secret: EngineRequest {
+        package typealias Response = WireSecret
+        package typealias Failure = KeychainError
+        package static let name = "get"
+        package var service: String
+        package var account: String
+        package var grant: GrantReference?
+        package init(service: String, account: String, grant: (any EngineGrant)?) {
+            self.service = service
+            self.account = account
+            self.grant = grant.map(GrantReference.init(presenting:))
+        }
+    }
+
+    /// `touchstone get` in one call: the item's access, an authentication
+    /// for it when it has one (through the caller's interaction, `reason`
+    /// shown, touches waited for at most the timeout), then its secret.
+    /// Every failure is the keychain's, as the three calls' failures read.
+    package struct GetSecret: EngineRequest {
+        package typealias Response = WireSecret
+        package typealias Failure = KeychainError
+        package static let name = "get-secret"
+        package static let logName = "get"
+        package var service: String
+        package var account: String
+        package var reasonText: String
+        package var touchTimeoutMilliseconds: Int
+        package var reason: String? { reasonText }
+        package init(service: String, account: String, reason: String, touchTimeout: Duration) {
+            self.service = service
+            self.account = account
+            reasonText = reason
+            touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+        }
+    }
+
+    /// The new secret when `secret` is given; each other field changes when
+    /// given (its value nil clears it).
+    package struct Update: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "update"
+        package static let secretSlots = ["secret"]
+        package var service: String
+        package var account: String
+        package var secret: WireSecret?
+        package var label: FieldChange<String>?
+        package var comment: FieldChange<String>?
+        package var generic: FieldChange<Data>?
+        package var grant: GrantReference?
+        package init(service: String, account: String, secret: SecureBytes?, label: String??, comment: String??,
+                     generic: Data??, grant: (any EngineGrant)?) {
+            self.service = service
+            self.account = account
+            self.secret = secret.map(WireSecret.init)
+            self.label = label.map { FieldChange($0) }
+            self.comment = comment.map { FieldChange($0) }
+            self.generic = generic.map { FieldChange($0) }
+            self.grant = grant.map(GrantReference.init(presenting:))
+        }
+    }
+
+    package struct Delete: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "delete"
+        package var service: String
+        package var account: String
+        package init(service: String, account: String) {
+            self.service = service
+            self.account = account
+        }
+    }
+
+    /// The items, of one service or (nil) all.
+    package struct Items: EngineRequest {
+        package typealias Response = [ListedItem]
+        package typealias Failure = KeychainError
+        package static let name = "list"
+        package var service: String?
+        package init(service: String?) { self.service = service }
+    }
+
+    package struct Attributes: EngineRequest {
+        package typealias Response = ItemAttributes
+        package typealias Failure = KeychainError
+        package static let name = "attributes"
+        package var service: String
+        package var account: String
+        package init(service: String, account: String) {
+            self.service = service
+            self.account = account
+        }
+    }
+}
+
+// MARK: - Items by reference (the Secret Service)
+
+extension Calls {
+    /// Items whose attribute set holds every pair of `query` (empty: all).
+    package struct Search: EngineRequest {
+        package typealias Response = [ReferencedItem]
+        package typealias Failure = KeychainError
+        package static let name = "search"
+        package var query: [String: String]
+        package init(_ query: [String: String]) { self.query = query }
+    }
+
+    /// Adds beside equal items, or (`replace`) in their place.
+    package struct AddItem: EngineRequest {
+        package struct Added: Codable, Sendable {
+            package var reference: ItemReference
+            package var replaced: [ItemReference]
+            package init(reference: ItemReference, replaced: [ItemReference]) {
+                self.reference = reference
+                self.replaced = replaced
+            }
+        }
+        package typealias Response = Added
+        package typealias Failure = KeychainError
+        package static let name = "add-item"
+        package static let logName = "add"
+        package static let secretSlots = ["secret"]
+        package var attributes: ItemAttributes
+        package var replace: Bool
+        package var secret: WireSecret
+        package init(_ secret: SecureBytes, attributes: ItemAttributes, replace: Bool) {
+            self.attributes = attributes
+            self.replace = replace
+            self.secret = WireSecret(secret)
+        }
+    }
+
+    package struct Item: EngineRequest {
+        package typealias Response = ReferencedItem
+        package typealias Failure = KeychainError
+        package static let name = "item"
+        package var reference: ItemReference
+        package init(_ reference: ItemReference) { self.reference = reference }
+    }
+
+    package struct OpenItemAccess: EngineRequest {
+        package typealias Response = AccessControl
+        package typealias Failure = KeychainError
+        package static let name = "open-item-access"
+        package static let logName = "open-access"
+        package var reference: ItemReference
+        package init(_ reference: ItemReference) { self.reference = reference }
+    }
+
+    /// The item's secret and its attributes.
+    package struct ItemSecret: EngineRequest {
+        package struct Opened: Codable, Sendable {
+            package var secret: WireSecret
+            package var attributes: ItemAttributes
+            package init(secret: SecureBytes, attributes: ItemAttributes) {
+                self.secret = WireSecret(secret)
+                self.attributes = attributes
+            }
+        }
+        package typealias Response = Opened
+        package typealias Failure = KeychainError
+        package static let name = "item-secret"
+        package static let logName = "get"
+        package var reference: ItemReference
+        package var grant: GrantReference?
+        package init(_ reference: ItemReference, grant: (any EngineGrant)?) {
+            self.reference = reference
+            self.grant = grant.map(GrantReference.init(presenting:))
+        }
+    }
+
+    package struct UpdateItem: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "update-item"
+        package static let logName = "update"
+        package static let secretSlots = ["secret"]
+        package var reference: ItemReference
+        package var secret: WireSecret?
+        package var label: FieldChange<String>?
+        package var searchAttributes: [String: String]?
+        package var contentType: FieldChange<String>?
+        package var grant: GrantReference?
+        package init(_ reference: ItemReference, secret: SecureBytes?, label: String??, searchAttributes: [String: String]?,
+                     contentType: String??, grant: (any EngineGrant)?) {
+            self.reference = reference
+            self.secret = secret.map(WireSecret.init)
+            self.label = label.map { FieldChange($0) }
+            self.searchAttributes = searchAttributes
+            self.contentType = contentType.map { FieldChange($0) }
+            self.grant = grant.map(GrantReference.init(presenting:))
+        }
+    }
+
+    package struct DeleteItem: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "delete-item"
+        package static let logName = "delete"
+        package var reference: ItemReference
+        package init(_ reference: ItemReference) { self.reference = reference }
+    }
+}
+
+// MARK: - ssh keys (docs/ssh.md): nothing of a private key crosses the seam
+
+extension Calls {
+    package struct CreateSSHKey: EngineRequest {
+        package typealias Response = SSHKeyInfo
+        package typealias Failure = KeychainError
+        package static let name = "ssh-key-create"
+        package var name: String
+        package var comment: String
+        package var access: AccessControl
+        package init(name: String, comment: String, access: AccessControl) {
+            self.name = name
+            self.comment = comment
+            self.access = access
+        }
+    }
+
+    package struct SSHKeys: EngineRequest {
+        package typealias Response = [SSHKeyInfo]
+        package typealias Failure = KeychainError
+        package static let name = "ssh-key-list"
+        package init() {}
+    }
+
+    package struct DeleteSSHKey: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "ssh-key-delete"
+        package var name: String
+        package init(name: String) { self.name = name }
+    }
+
+    /// The key's ways to sign that are still open (`itemInvalidated` when
+    /// none is).
+    package struct SSHKeyOpenAccess: EngineRequest {
+        package typealias Response = AccessControl
+        package typealias Failure = KeychainError
+        package static let name = "ssh-key-open-access"
+        package var name: String
+        package init(name: String) { self.name = name }
+    }
+
+    /// The TPM's ECDSA signature of the SHA-256 `digest` with the key.
+    package struct SignSSH: EngineRequest {
+        package typealias Response = SSHSignature
+        package typealias Failure = KeychainError
+        package static let name = "ssh-sign"
+        package var name: String
+        package var digest: [UInt8]
+        package var grant: GrantReference?
+        package init(name: String, digest: [UInt8], grant: (any EngineGrant)?) {
+            self.name = name
+            self.digest = digest
+            self.grant = grant.map(GrantReference.init(presenting:))
+        }
+    }
+}

@@ -1,0 +1,314 @@
+import Foundation
+import Synchronization
+import Touchstone
+import TouchstoneSecure
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One client connection: its uid and pid as the kernel gave them, one
+/// call at a time, the prompts of that call, and the grants it holds
+/// (they die with the connection).
+package final class DaemonSession: Sendable {
+    let server: DaemonServer
+    let socket: FrameSocket
+    let uid: uid_t
+    let pid: pid_t
+    /// The program's name as /proc says (comm), for the log and prompts.
+    let program: String
+
+    private struct State {
+        var inFlight: Task<Void, Never>?
+        var prompts: [UInt32: CheckedContinuation<(DaemonReply, [SecureBytes]), any Error>] = [:]
+        var nextPrompt: UInt32 = 1
+        var grants: [UInt64: GrantReference] = [:]
+    }
+    private let state = Locked(State())
+    private let busy = Atomic<Bool>(false)
+
+    init(server: DaemonServer, socket: FrameSocket, uid: uid_t, pid: pid_t) {
+        self.server = server
+        self.socket = socket
+        self.uid = uid
+        self.pid = pid
+        program = Self.comm(of: pid, socket: socket)
+    }
+
+    /// The peer's command name from /proc/PID/comm. With a pidfd of the
+    /// peer (SO_PEERPIDFD), it is checked to be that process's: a pid
+    /// reused by another process after the client exited reads as "?".
+    private static func comm(of pid: pid_t, socket: FrameSocket) -> String {
+        let pidfd = socket.peerPIDFD()
+        defer { if let pidfd { close(pidfd) } }
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return "?" }
+        if let pidfd {
+            // fdinfo's "Pid:" is the process's pid while it lives, -1 after.
+            let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(pidfd)", encoding: .utf8)) ?? ""
+            let live = info.split(separator: "\n").first { $0.hasPrefix("Pid:") }?
+                .split(separator: "\t").last.map(String.init) == String(pid)
+            if !live { return "?" }
+        }
+        return String(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(32))
+    }
+
+    func start() {
+        // An idle timeout ends the connection only between calls.
+        let inbox = FrameInbox(reading: socket, idle: server.settings.timeout, stall: server.settings.timeout,
+                               mayIdle: { self.busy.load(ordering: .relaxed) })
+        Task { await self.run(inbox) }
+    }
+
+    /// Ends the connection: the call in flight is cancelled, its prompts
+    /// fail.
+    func end() {
+        socket.shut()
+        let (task, prompts) = state.withLock { state in
+            defer { state.prompts = [:]; state.grants = [:] }
+            return (state.inFlight, Array(state.prompts.values))
+        }
+        task?.cancel()
+        for prompt in prompts { prompt.resume(throwing: CancellationError()) }
+    }
+
+    private func run(_ inbox: FrameInbox) async {
+        defer {
+            end()
+            server.ended(self)
+        }
+        while true {
+            let frame: DaemonWire.Frame
+            do {
+                frame = try await inbox.next()
+            } catch .closed {
+                return
+            } catch .timedOut {
+                // Idle, or a frame that stalled: a client connects again when it has a call.
+                log("silent for \(server.settings.timeout): connection closed")
+                return
+            } catch {
+                log("protocol error: \(error); connection closed")
+                try? socket.send(try Self.refusal(of: error))
+                return
+            }
+            switch frame.kind {
+            case .request:
+                guard !busy.exchange(true, ordering: .relaxed) else {
+                    log("a second request while one is in flight; connection closed")
+                    return
+                }
+                let task = Task { await self.carryOut(frame) }
+                state.withLock { $0.inFlight = task }
+            case .reply:
+                guard let reply = try? frame.decode(DaemonReply.self),
+                      let waiter = state.withLock({ $0.prompts.removeValue(forKey: reply.id) }) else {
+                    continue  // a reply to a prompt already cancelled
+                }
+                waiter.resume(returning: (reply, frame.secrets))
+            case .response, .prompt, .event, .cancel:
+                log("a \(frame.kind) frame from a client; connection closed")
+                return
+            }
+        }
+    }
+
+    private func carryOut(_ frame: DaemonWire.Frame) async {
+        /// The call is over before its answer goes out: a client sends its
+        /// next request as soon as it has the answer.
+        func finished() {
+            state.withLock { $0.inFlight = nil }
+            busy.store(false, ordering: .relaxed)
+        }
+        let answer: DaemonWire.Frame
+        do {
+            let head = try frame.decode(RequestHeadOnly.self).head
+            guard let operation = EngineOperations.byName[head.operation] else {
+                throw DaemonWireError.malformed("no operation named '\(Self.clean(head.operation))'")
+            }
+            answer = try await serve(operation, frame, interactive: head.interactive)
+        } catch {
+            log("refused: \(error)")
+            finished()
+            try? socket.send(try DaemonWire.Frame(.response, Refusal("\(error)")))
+            socket.shut()
+            return
+        }
+        finished()
+        do {
+            try socket.send(answer)
+        } catch {
+            log("the answer could not be sent (\(error))")
+        }
+    }
+
+    /// The answer to a frame that could not be read: a refusal that says
+    /// why, in the client's own framing when it speaks an older version of
+    /// the protocol (whose refusal has the same control part).
+    package static func refusal(of error: DaemonWireError) throws(DaemonWireError) -> DaemonWire.Frame {
+        guard case .version(let theirs) = error, theirs >= 1, theirs < DaemonWire.version else {
+            return try DaemonWire.Frame(.response, Refusal(error.description))
+        }
+        var frame = try DaemonWire.Frame(.response, Refusal(
+            "this client speaks protocol version \(theirs) and touchstoned \(DaemonWire.version): "
+                + "install touchstone and touchstoned from the same release"))
+        frame.version = theirs
+        return frame
+    }
+
+    // MARK: - Operations
+
+    /// Decodes the request of `operation` from `frame`, carries it out with
+    /// the user's engine, and logs it; the response frame.
+    private func serve<R: EngineOperation>(_ operation: R.Type, _ frame: DaemonWire.Frame,
+                                           interactive: Bool) async throws(DaemonWireError) -> DaemonWire.Frame {
+        let request = try frame.decodeCarrying(RequestEnvelope<R>.self).request
+        let outcome = await carryOut(request, interactive: interactive)
+        log("\(R.logName): \(Self.summary(outcome))" + (request.reason.map { " (reason: \(Self.clean($0)))" } ?? ""))
+        return try DaemonWire.Frame(response: outcome)
+    }
+
+    private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool) async -> Outcome<R> {
+        var request = request
+        if let presented = request.grant {
+            // Only a grant this connection holds proves anything.
+            guard let id = presented.id, let held = state.withLock({ $0.grants[id] }) else {
+                return .failure(R.Failure(.invalidContext))
+            }
+            request.grant = held
+        }
+        let engine: InProcessEngine
+        do {
+            engine = try await server.users.engine(for: uid, gates: server.gates, throttle: server.gate)
+        } catch {
+            let configuration = await server.users.configuration(for: uid)
+            if let answer = await R.unopened(configuration, readerChoice: server.settings.readerChoice) { return .success(answer) }
+            return .failure(R.Failure(error))
+        }
+        let interaction: (any AuthenticationInteraction)? = interactive ? SessionInteraction(session: self) : nil
+        let result: Result<R.Response, R.Failure>
+        do {
+            result = .success(try await engine.call(request, interaction: interaction))
+        } catch {
+            result = .failure(error)
+        }
+        // The reader is every user's: released after an operation that may
+        // have claimed it.
+        if R.releasesReader { await engine.close() }
+        switch result {
+        case .success(var response):
+            R.issue(&response) { keep(&$0) }
+            return .success(response)
+        case .failure(let failure):
+            return .failure(failure)
+        }
+    }
+
+    /// Keeps a grant the engine issued for this connection, under a new
+    /// random id that the client presents again.
+    private func keep(_ grant: inout GrantReference) {
+        grant.id = state.withLock { state -> UInt64 in
+            var id = UInt64.random(in: 1...UInt64.max)
+            while state.grants[id] != nil { id = UInt64.random(in: 1...UInt64.max) }
+            state.grants[id] = grant
+            return id
+        }
+    }
+
+    private static func summary<R: EngineRequest>(_ outcome: Outcome<R>) -> String {
+        switch outcome {
+        case .success: "ok"
+        case .failure(let error): "failed: \(Self.message(of: error) ?? "cancelled")"
+        case .refused(let why): "refused: \(why)"
+        }
+    }
+
+    private static func message(of error: any EngineFailure) -> String? {
+        switch error {
+        case let e as DeviceError: e.message
+        case let e as KeychainError: e.message
+        case let e as AuthenticationError: e.message
+        default: "\(error)"
+        }
+    }
+
+    /// Text a client gave, fit for one log line.
+    static func clean(_ text: String) -> String {
+        String(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : Character($0) }.prefix(200))
+    }
+
+    func log(_ line: String) {
+        server.log.write("uid \(uid) pid \(pid) (\(Self.clean(program))): \(line)")
+    }
+
+    // MARK: - Prompts
+
+    /// Sends a prompt and waits for its reply (at most the daemon's timeout
+    /// for a passcode; a touch prompt waits until cancelled).
+    func prompt(_ need: DaemonPrompt.Need) async throws -> (DaemonReply, [SecureBytes]) {
+        let id = state.withLock { state -> UInt32 in
+            defer { state.nextPrompt &+= 1 }
+            return state.nextPrompt
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                state.withLock { $0.prompts[id] = continuation }
+                do {
+                    try socket.send(try DaemonWire.Frame(.prompt, DaemonPrompt(id: id, need: need)))
+                } catch {
+                    if let waiter = state.withLock({ $0.prompts.removeValue(forKey: id) }) { waiter.resume(throwing: error) }
+                }
+            }
+        } onCancel: {
+            if let waiter = state.withLock({ $0.prompts.removeValue(forKey: id) }) {
+                try? socket.send(try DaemonWire.Frame(.cancel, DaemonCancel(id: id)))
+                waiter.resume(throwing: CancellationError())
+            }
+        }
+    }
+}
+
+/// The client's interaction, as the daemon's engine sees it: every need
+/// becomes a prompt on the connection.
+private struct SessionInteraction: AuthenticationInteraction {
+    let session: DaemonSession
+
+    func waitForPasscodeRequest(reason: String, passcodeAllowed: Bool) async {
+        // Returns when the client answers (the person asked for the
+        // passcode); cancelled when the touch ended first.
+        guard let (reply, _) = try? await session.prompt(.touch(reason: reason, passcodeAllowed: passcodeAllowed)),
+              case .fallback = reply.answer else {
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            return
+        }
+    }
+
+    func scanEvent(_ event: ScanEvent) async {
+        try? session.socket.send(try DaemonWire.Frame(.event, event))
+    }
+
+    func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes {
+        let timeout = session.server.settings.timeout
+        let reply: (DaemonReply, [SecureBytes])
+        do {
+            reply = try await withThrowingTaskGroup(of: (DaemonReply, [SecureBytes])?.self) { group in
+                group.addTask { try await session.prompt(.passcode(reason: reason)) }
+                group.addTask {
+                    try await Task.sleep(for: timeout)
+                    return nil
+                }
+                defer { group.cancelAll() }
+                guard let first = try await group.next(), let answered = first else { throw AuthenticationError.userCancel }
+                return answered
+            }
+        } catch let error as AuthenticationError {
+            throw error
+        } catch {
+            throw .systemCancel
+        }
+        switch reply.0.answer {
+        case .passcode where reply.1.count == 1:
+            return reply.1[0]
+        case .failed(let error): throw error
+        default: throw .interactionFailed("the client answered a passcode prompt with something else")
+        }
+    }
+}
