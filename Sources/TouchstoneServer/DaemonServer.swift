@@ -46,6 +46,10 @@ package final class DaemonServer: Sendable {
     let gates: GateStore
     private let sessions = Locked<[ObjectIdentifier: DaemonSession]>([:])
     private let stopping = Atomic<Bool>(false)
+    /// A pipe whose read end the accept loop watches beside the listener:
+    /// `stop()` writes to it, so shutdown wakes the loop itself.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
 
     /// Opens the daemon's own database (`home/daemon.sqlite`).
     package init(settings: Settings, log: @escaping @Sendable (String) -> Void) throws {
@@ -56,15 +60,35 @@ package final class DaemonServer: Sendable {
         let database = try SQLiteDatabase(path: settings.home.appendingPathComponent("daemon.sqlite").path)
         gate = try PasscodeGate(database: database)
         gates = try GateStore(database: database)
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            throw DeviceError.storage(StorageFailure(.stateFolder, "pipe: \(String(cString: strerror(errno)))"))
+        }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
+        (wakeRead, wakeWrite) = (ends[0], ends[1])
+    }
+
+    deinit {
+        close(wakeRead)
+        close(wakeWrite)
     }
 
     /// Accepts connections on `listener` (a bound, listening Unix socket)
     /// until `stop()`; each client is served on its own.
     package func serve(listener: Int32) {
         while !stopping.load(ordering: .relaxed) {
-            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&poller, 1, 200)
-            if ready <= 0 { continue }
+            var watched = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            let ready = poll(&watched, 2, -1)
+            if ready < 0 {
+                if errno == EINTR { continue }
+                log.write("poll failed: \(String(cString: strerror(errno)))")
+                usleep(100_000)
+                continue
+            }
+            if watched[1].revents != 0 { break }  // stop()
+            guard watched[0].revents != 0 else { continue }
             let fd = accept(listener, nil, nil)
             if fd < 0 {
                 if errno == EINTR || errno == EAGAIN || errno == ECONNABORTED { continue }
@@ -78,11 +102,16 @@ package final class DaemonServer: Sendable {
         }
     }
 
+    /// Serves one connection already accepted (a test's socketpair end).
+    package func serve(connection socket: FrameSocket) { admit(socket) }
+
     private func admit(_ socket: FrameSocket) {
         guard let peer = socket.peerCredentials() else {
             log.write("a connection without peer credentials: closed")
             return
         }
+        // A client that stops reading holds a send at most this long.
+        socket.setSendDeadline(settings.timeout)
         let session = DaemonSession(server: self, socket: socket, uid: peer.uid, pid: peer.pid)
         let admitted = sessions.withLock { sessions -> Bool in
             let mine = sessions.values.filter { $0.uid == peer.uid }.count
@@ -92,8 +121,11 @@ package final class DaemonServer: Sendable {
         }
         guard admitted else {
             log.write("uid \(peer.uid) pid \(peer.pid): too many connections, refused")
-            try? socket.send(try DaemonWire.Frame(.response, Refusal("too many connections; try again later")))
-            socket.shut()
+            if let refusal = try? DaemonWire.Frame(.response, Refusal("too many connections; try again later")) {
+                session.outbox.postLast(refusal)
+            } else {
+                socket.shut()
+            }
             return
         }
         session.start()
@@ -107,6 +139,8 @@ package final class DaemonServer: Sendable {
     /// cancelled; what the vault had committed stays).
     package func stop() {
         stopping.store(true, ordering: .relaxed)
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
         for session in sessions.withLock({ Array($0.values) }) { session.end() }
     }
 

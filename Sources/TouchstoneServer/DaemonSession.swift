@@ -12,6 +12,8 @@ import Glibc
 package final class DaemonSession: Sendable {
     let server: DaemonServer
     let socket: FrameSocket
+    /// Every frame to the client goes through it, in order.
+    let outbox: Outbox
     let uid: uid_t
     let pid: pid_t
     /// The program's name as /proc says (comm), for the log and prompts.
@@ -29,6 +31,7 @@ package final class DaemonSession: Sendable {
     init(server: DaemonServer, socket: FrameSocket, uid: uid_t, pid: pid_t) {
         self.server = server
         self.socket = socket
+        outbox = Outbox(socket: socket)
         self.uid = uid
         self.pid = pid
         program = Self.comm(of: pid, socket: socket)
@@ -87,7 +90,8 @@ package final class DaemonSession: Sendable {
                 return
             } catch {
                 log("protocol error: \(error); connection closed")
-                try? socket.send(try Self.refusal(of: error))
+                // Written before the connection ends (on return).
+                if let refusal = try? Self.refusal(of: error) { try? await outbox.send(refusal) }
                 return
             }
             switch frame.kind {
@@ -128,13 +132,12 @@ package final class DaemonSession: Sendable {
         } catch {
             log("refused: \(error)")
             finished()
-            try? socket.send(try DaemonWire.Frame(.response, Refusal("\(error)")))
-            socket.shut()
+            if let refusal = try? DaemonWire.Frame(.response, Refusal("\(error)")) { outbox.postLast(refusal) }
             return
         }
         finished()
         do {
-            try socket.send(answer)
+            try await outbox.send(answer)
         } catch {
             log("the answer could not be sent (\(error))")
         }
@@ -252,14 +255,17 @@ package final class DaemonSession: Sendable {
             try await withCheckedThrowingContinuation { continuation in
                 state.withLock { $0.prompts[id] = continuation }
                 do {
-                    try socket.send(try DaemonWire.Frame(.prompt, DaemonPrompt(id: id, need: need)))
+                    outbox.post(try DaemonWire.Frame(.prompt, DaemonPrompt(id: id, need: need))) { [state] failure in
+                        guard let failure else { return }
+                        if let waiter = state.withLock({ $0.prompts.removeValue(forKey: id) }) { waiter.resume(throwing: failure) }
+                    }
                 } catch {
                     if let waiter = state.withLock({ $0.prompts.removeValue(forKey: id) }) { waiter.resume(throwing: error) }
                 }
             }
         } onCancel: {
             if let waiter = state.withLock({ $0.prompts.removeValue(forKey: id) }) {
-                try? socket.send(try DaemonWire.Frame(.cancel, DaemonCancel(id: id)))
+                if let cancel = try? DaemonWire.Frame(.cancel, DaemonCancel(id: id)) { outbox.post(cancel) }
                 waiter.resume(throwing: CancellationError())
             }
         }
@@ -282,7 +288,7 @@ private struct SessionInteraction: AuthenticationInteraction {
     }
 
     func scanEvent(_ event: ScanEvent) async {
-        try? session.socket.send(try DaemonWire.Frame(.event, event))
+        if let frame = try? DaemonWire.Frame(.event, event) { session.outbox.post(frame) }
     }
 
     func passcode(reason: String) async throws(AuthenticationError) -> SecureBytes {

@@ -119,6 +119,13 @@ package struct GrantReference: EngineGrant, Codable {
         }
     }
 
+    /// A reference by id alone, as a client sends it (a test's).
+    package init(id: UInt64) {
+        self.id = id
+        passcode = false
+        biometricMatch = false
+    }
+
     package init(_ grant: any EngineGrant, passcode: Bool, biometricMatch: Bool) {
         self.grant = grant
         self.passcode = passcode

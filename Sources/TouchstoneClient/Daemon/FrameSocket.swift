@@ -49,6 +49,14 @@ package final class FrameSocket: Sendable {
         return pidfd
     }
 
+    /// Bounds each send: a peer that reads nothing for `deadline` makes
+    /// the send fail (`.timedOut`) instead of waiting (SO_SNDTIMEO).
+    package func setSendDeadline(_ deadline: Duration) {
+        let milliseconds = max(deadline.wholeMilliseconds, 1)
+        var limit = timeval(tv_sec: milliseconds / 1000, tv_usec: (milliseconds % 1000) * 1000)
+        _ = setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+    }
+
     /// Sends one frame whole.
     package func send(_ frame: DaemonWire.Frame) throws(DaemonWireError) {
         let body = try frame.body()
@@ -68,6 +76,7 @@ package final class FrameSocket: Sendable {
             let n = Glibc.send(fd, bytes.baseAddress!.advanced(by: at), bytes.count - at, Int32(MSG_NOSIGNAL))
             if n < 0 {
                 if errno == EINTR { continue }
+                if errno == EAGAIN || errno == EWOULDBLOCK { return .timedOut }  // the send deadline passed
                 return errno == EPIPE || errno == ECONNRESET ? .closed : .system("send: \(String(cString: strerror(errno)))")
             }
             at += n
