@@ -1,4 +1,5 @@
 import Foundation
+import TouchstoneSimulator
 import TouchstoneSecure
 import TouchstoneTPM
 
@@ -7,17 +8,20 @@ import TouchstoneTPM
 /// files, and the same protections as the module (the SRK pinned by name,
 /// salted sessions that encrypt the key on its way out).
 ///
-/// swtpm has no resource manager, so the script must flush what the tools
-/// leave behind: its sessions (saved back to their files after each use)
-/// and the transient objects (tpm2_load's object and the copy tpm2_unseal
-/// loads from item.ctx). On /dev/tpmrm0 the kernel would flush them; the
-/// flushes are part of the measured sequence, as they are part of the
-/// script.
+/// The steps themselves are written once, in scripts/lib/tpm2_unseal.py,
+/// which scripts/bench-cli uses too: `prepare` writes the files the tools
+/// read and asks that script (once, before anything is timed) for the
+/// steps of its case; the benchmark then runs and times them itself.
 struct ToolSequence {
     let scenario: UnsealScenario
     /// Where its files are.
     let directory: String
     let steps: [ToolStep]
+
+    /// The script that lists the steps: scripts/lib/tpm2_unseal.py in the
+    /// checkout this benchmark was built from.
+    static let sequenceScript = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("scripts/lib/tpm2_unseal.py").path
 
     /// The steps as a reader would type them in `directory` (secrets redacted).
     var shownSteps: [String] {
@@ -28,8 +32,9 @@ struct ToolSequence {
     /// marshalled TPM2B_PUBLIC / TPM2B_PRIVATE (tpm2-tools' default "tss"
     /// format), PolicyNV's operandB (a counter's generation as 8 bytes
     /// big-endian, or the first release's domain state), for a PolicyOR
-    /// blob the two branch digests, and the SRK's name. No secret goes to
-    /// disk; the passcode's authValue is passed as `hex:` on the command
+    /// blob the two branch digests, and the SRK's name; then gets the steps
+    /// from scripts/lib/tpm2_unseal.py. No secret goes to disk; the
+    /// passcode's authValue is passed as `hex:` on tpm2_unseal's command
     /// line, as tpm2-tools expect (it is this run's throwaway passcode).
     static func prepare(_ scenario: UnsealScenario, fixture: BenchFixture, directory: String) throws -> ToolSequence {
         let stem = scenario.fileStem
@@ -38,7 +43,7 @@ struct ToolSequence {
         try write(blob.publicArea, to: d + "\(stem).pub")
         try write(blob.privateArea, to: d + "\(stem).priv")
         try write(fixture.srkName, to: d + "srk.name")
-        let orList = "sha256:\(d)\(stem)-a.pol,\(d)\(stem)-b.pol"
+        let policyOR = blob.policy.biometric != nil && blob.policy.passcode
         if let biometric = blob.policy.biometric, blob.policy.passcode {
             let branchA = TPM.authPolicy(.biometricOnly(biometric), nvName: blob.nvName, pcr7: blob.pcr7Value)
             let branchB = TPM.authPolicy(SealPolicy(biometric: nil, passcode: true, passcodeCounter: blob.policy.passcodeCounter),
@@ -47,72 +52,64 @@ struct ToolSequence {
             try write(branchB.bytes, to: d + "\(stem)-b.pol")
         }
 
-        let srk = "0x" + String(TPM.srkHandle, radix: 16)
-        let item = d + "\(stem)-item.ctx"
-        let policy = d + "\(stem)-policy.ctx"
-        /// tpm2_policynv: operandB from `operand`, compared with `operation`
-        /// ("ule" for a counter, "eq" for the first release's index) from
-        /// offset 0, the owner authorizing the read (OWNERREAD).
-        func policyNV(_ index: UInt32, operand: [UInt8], file: String, operation: String) throws -> ToolStep {
-            try write(operand, to: d + file)
-            return ToolStep(["tpm2_policynv", "-Q", "-S", policy, "-C", "o", "-i", d + file, "--offset", "0",
-                             "0x" + String(index, radix: 16), operation])
+        var arguments = ["--folder", directory, "--stem", stem, "--srk", "0x" + String(TPM.srkHandle, radix: 16)]
+        if policyOR { arguments.append("--policy-or") }
+        /// PolicyNV on `index`: operandB written where the script reads it,
+        /// compared with `operation` ("ule" for a counter, "eq" for the
+        /// first release's index).
+        func policyNV(_ index: UInt32, operand: [UInt8], operation: String) throws {
+            try write(operand, to: d + "\(stem)-\(operation == "ule" ? "generation" : "state").bin")
+            arguments += ["--nv-index", "0x" + String(index, radix: 16), "--nv-operation", operation]
         }
-        var steps = [ToolStep(["tpm2_load", "-Q", "-C", srk, "-u", d + "\(stem).pub", "-r", d + "\(stem).priv", "-c", item])]
+        var password: String?
         switch scenario.branch {
         case .biometric:
             guard let biometric = blob.policy.biometric else {
                 throw BenchError.setup("\(scenario.name): the blob has no biometric branch")
             }
-            let encrypt = d + "\(stem)-encrypt.ctx"
-            // Unsalted policy session for the NV condition, and a separate
-            // salted HMAC session (encrypt+decrypt) for the response, like
-            // the module (design.md section 3, gotcha 1).
-            steps.append(ToolStep(["tpm2_startauthsession", "--policy-session", "-S", policy]))
-            if biometric.bindPCR7 {
-                steps.append(ToolStep(["tpm2_policypcr", "-Q", "-S", policy, "-l", "sha256:7"]))
-            }
+            arguments += ["--branch", "biometric"]
+            if biometric.bindPCR7 { arguments.append("--pcr7") }
             if let generation = biometric.counterAtMost {
-                steps.append(try policyNV(biometric.nvIndex, operand: counterBytes(generation),
-                                          file: "\(stem)-generation.bin", operation: "ule"))
+                try policyNV(biometric.nvIndex, operand: counterBytes(generation), operation: "ule")
             } else {
-                steps.append(try policyNV(biometric.nvIndex, operand: biometric.domainState,
-                                          file: "\(stem)-state.bin", operation: "eq"))
+                try policyNV(biometric.nvIndex, operand: biometric.domainState, operation: "eq")
             }
-            if blob.policy.passcode {
-                steps.append(ToolStep(["tpm2_policyor", "-Q", "-S", policy, "-l", orList]))
-            }
-            steps += [
-                ToolStep(["tpm2_startauthsession", "--hmac-session", "-c", srk, "-n", d + "srk.name", "-S", encrypt]),
-                ToolStep(["tpm2_unseal", "-c", item, "-p", "session:\(policy)", "-S", encrypt], yieldsKey: true),
-                ToolStep(["tpm2_flushcontext", policy]),
-                ToolStep(["tpm2_flushcontext", encrypt]),
-            ]
         case .passcode(let passcode):
             guard blob.policy.passcode else { throw BenchError.setup("\(scenario.name): the blob has no passcode branch") }
-            let auth = passcode.value.withUnsafeBytes { hexString(Array($0)) }
-            // One policy session, salted with the pinned SRK (and bound to
-            // it: -c), parameter encryption on.
-            steps += [
-                ToolStep(["tpm2_startauthsession", "--policy-session", "-c", srk, "-n", d + "srk.name", "-S", policy]),
-                ToolStep(["tpm2_policyauthvalue", "-Q", "-S", policy]),
-            ]
+            arguments += ["--branch", "passcode"]
             if let counter = blob.policy.passcodeCounter {
-                steps.append(try policyNV(counter.nvIndex, operand: counterBytes(counter.atMost),
-                                          file: "\(stem)-generation.bin", operation: "ule"))
+                try policyNV(counter.nvIndex, operand: counterBytes(counter.atMost), operation: "ule")
             }
-            if blob.policy.biometric != nil {
-                steps.append(ToolStep(["tpm2_policyor", "-Q", "-S", policy, "-l", orList]))
-            }
-            steps += [
-                ToolStep(["tpm2_unseal", "-c", item, "-p", "session:\(policy)+hex:\(auth)"], yieldsKey: true),
-                ToolStep(["tpm2_flushcontext", policy]),
-            ]
+            password = "hex:" + passcode.value.withUnsafeBytes { hexString(Array($0)) }
         case .device:
             throw BenchError.setup("the device-bound form is not benchmarked")
         }
-        steps.append(ToolStep(["tpm2_flushcontext", "-t"]))
+        let steps = try listSteps(arguments).map { command in
+            ToolStep(command.map { argument in
+                password.map { argument.replacingOccurrences(of: authPlaceholder, with: $0) } ?? argument
+            }, yieldsKey: command.first == "tpm2_unseal")
+        }
         return ToolSequence(scenario: scenario, directory: directory, steps: steps)
+    }
+
+    /// The placeholder scripts/lib/tpm2_unseal.py puts where tpm2_unseal's
+    /// password goes (its AUTH).
+    private static let authPlaceholder = "@AUTH@"
+
+    /// Runs scripts/lib/tpm2_unseal.py with `arguments`: the steps, each a
+    /// command line.
+    private static func listSteps(_ arguments: [String]) throws -> [[String]] {
+        guard let python = Swtpm.which("python3") else { throw BenchError.missingTool(name: "python3", package: "python3") }
+        guard FileManager.default.fileExists(atPath: sequenceScript) else {
+            throw BenchError.setup("\(sequenceScript) not found: run the benchmark from its checkout")
+        }
+        let outcome = try ChildProcess.run(python, [sequenceScript] + arguments, environment: ProcessInfo.processInfo.environment)
+        guard outcome.status == 0, let steps = try? JSONDecoder().decode([[String]].self, from: Data(outcome.stdout)),
+              !steps.isEmpty, steps.allSatisfy({ !$0.isEmpty }) else {
+            throw BenchError.setup("\(sequenceScript) gave no steps (exit \(outcome.status)): "
+                                   + String(decoding: outcome.stderr, as: UTF8.self))
+        }
+        return steps
     }
 
     /// A counter value as PolicyNV's operandB: 8 bytes, big-endian (the
