@@ -1,7 +1,8 @@
 import Foundation
 
 /// This machine's Touchstone: its vault, its TPM, its fingerprint reader,
-/// reached through an engine (today the in-process one). Open one per
+/// reached through an engine: the in-process one, or touchstoned's (the
+/// daemon engine), as `Configuration.resolvedEngine` says. Open one per
 /// process (or per state folder); contexts and the keychain hang off it.
 ///
 /// The reader is opened when a touch is first needed and released by

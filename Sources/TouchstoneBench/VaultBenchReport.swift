@@ -38,7 +38,7 @@ struct VaultCaseResult: Codable {
     var list: OperationComparison
 }
 
-/// Everything a `TouchstoneBench vault` run measured, with issue 4's target
+/// Everything a `TouchstoneBench vault` run measured, with its target
 /// checked: add and keyed get with the TPM excluded at least half of plain
 /// SQLite's throughput.
 struct VaultBenchReport: Codable {
@@ -113,7 +113,7 @@ struct VaultBenchReport: Codable {
                      + (peakIsPerPhase ? "per phase (VmHWM reset before each)" : "process peak so far (VmHWM reset refused)")
                      + ", both sides plus the benchmark's own copy of the rows.")
         lines.append("")
-        lines.append("target (issue 4): add and keyed get with the TPM excluded >= \(format(Self.targetRatio, 1))x plain SQLite's throughput")
+        lines.append("target: add and keyed get with the TPM excluded >= \(format(Self.targetRatio, 1))x plain SQLite's throughput")
         for check in targetChecks {
             lines.append("  \(String(check.size).padding(toLength: 7, withPad: " ", startingAt: 0)) \(check.operation.padding(toLength: 4, withPad: " ", startingAt: 0))"
                          + " \(format(check.ratio, 3)) >= \(format(Self.targetRatio, 1)): \(check.met ? "met" : "MISSED")")

@@ -76,6 +76,27 @@ struct DaemonWireTests {
         #expect(Calls.ChangePasscode.secretSlots == ["old", "new"])
     }
 
+    @Test("an import of more than ten fingers, a finger twice or a finger without its print is refused as it arrives, saying why")
+    func malformedImport() throws {
+        let good = try DaemonWire.Frame(request: Calls.ImportFingers(driver: "d", deviceID: "0", fingers: [.leftThumb],
+                                                                     prints: [SecureBytes(copying: [1])], passcode: SecureBytes(copying: [2])),
+                                        program: nil, interactive: false)
+        #expect(try good.decodeCarrying(RequestEnvelope<Calls.ImportFingers>.self).request.fingers == [.leftThumb])
+        let control = String(decoding: good.control, as: UTF8.self)
+        for (fingers, prints) in [(Array(repeating: "\"left-thumb\"", count: 11), 11), (["\"left-thumb\"", "\"left-thumb\""], 2),
+                                  (["\"left-thumb\"", "\"right-thumb\""], 1)] {
+            let hostile = control.replacingOccurrences(of: "[\"left-thumb\"]", with: "[" + fingers.joined(separator: ",") + "]")
+                .replacingOccurrences(of: "\"prints\":[1]", with: "\"prints\":[" + (1...prints).map(String.init).joined(separator: ",") + "]")
+            let frame = DaemonWire.Frame(kind: .request, control: Data(hostile.utf8),
+                                         secrets: (0...prints).map { SecureBytes(copying: [UInt8($0)]) })
+            #expect {
+                try frame.decodeCarrying(RequestEnvelope<Calls.ImportFingers>.self)
+            } throws: { error in
+                "\(error)".contains("at most ten fingers, each once, each with its print")
+            }
+        }
+    }
+
     @Test("a client of protocol version 1 is refused in its own framing, with a refusal it decodes, that says to install both from one release")
     func olderClient() throws {
         let answer = try DaemonSession.refusal(of: .version(1))

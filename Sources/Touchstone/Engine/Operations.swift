@@ -113,9 +113,7 @@ extension Calls.Unenroll: EngineOperation {
 extension Calls.ImportFingers: EngineOperation {
     package func run(on engine: isolated InProcessEngine,
                      interaction: (any AuthenticationInteraction)?) async throws(DeviceError) -> Done {
-        guard fingers.count <= 10, Set(fingers).count == fingers.count, prints.count == fingers.count else {
-            throw .invalidPasscode("an import carries at most ten fingers, each once, each with its print")
-        }
+        // Well formed: checked where it was made, or as it arrived (decoding).
         let reader = ReaderIdentity(driver: driver, deviceID: deviceID)
         let enrolled = zip(fingers, prints).map { finger, print in
             EnrolledPrint(finger: finger, reader: reader, data: print.bytes.withUnsafeBytes { Array($0) })

@@ -107,11 +107,33 @@ extension Calls {
         package var passcode: WireSecret
         package var prints: [WireSecret]
         package init(driver: String, deviceID: String, fingers: [Finger], prints: [SecureBytes], passcode: SecureBytes) {
+            precondition(Self.isWellFormed(fingers: fingers, prints: prints.count), "an import of \(fingers.count) fingers, \(prints.count) prints")
             self.driver = driver
             self.deviceID = deviceID
             self.fingers = fingers
             self.prints = prints.map(WireSecret.init)
             self.passcode = WireSecret(passcode)
+        }
+
+        /// At most ten fingers, each once, each with its print.
+        package static func isWellFormed(fingers: [Finger], prints: Int) -> Bool {
+            fingers.count <= 10 && Set(fingers).count == fingers.count && prints == fingers.count
+        }
+
+        private enum CodingKeys: String, CodingKey { case driver, deviceID, fingers, passcode, prints }
+
+        /// A request that is not well formed is refused as it arrives.
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            driver = try container.decode(String.self, forKey: .driver)
+            deviceID = try container.decode(String.self, forKey: .deviceID)
+            fingers = try container.decode([Finger].self, forKey: .fingers)
+            passcode = try container.decode(WireSecret.self, forKey: .passcode)
+            prints = try container.decode([WireSecret].self, forKey: .prints)
+            guard Self.isWellFormed(fingers: fingers, prints: prints.count) else {
+                throw DecodingError.dataCorruptedError(forKey: .fingers, in: container,
+                                                       debugDescription: "an import carries at most ten fingers, each once, each with its print")
+            }
         }
     }
 }

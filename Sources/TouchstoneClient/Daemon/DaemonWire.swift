@@ -115,9 +115,23 @@ package enum DaemonWire {
             decoder.userInfo[WireSecrets.key] = source
             do {
                 return (try decoder.decode(type, from: control), source)
+            } catch let error as DecodingError {
+                throw .malformed("a \(kind) frame whose control part is not a \(T.self): \(Self.reason(error))")
             } catch {
                 throw .malformed("a \(kind) frame whose control part is not a \(T.self)")
             }
+        }
+
+        /// What a decoding error says, for the log and the refusal (a
+        /// field's name and the decoder's words; never a value).
+        private static func reason(_ error: DecodingError) -> String {
+            let context: DecodingError.Context? = switch error {
+            case .dataCorrupted(let c), .keyNotFound(_, let c), .typeMismatch(_, let c), .valueNotFound(_, let c): c
+            @unknown default: nil
+            }
+            guard let context else { return "undecodable" }
+            let path = context.codingPath.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            return (path.isEmpty ? "" : path + ": ") + String(context.debugDescription.prefix(200))
         }
 
         /// The body, as sent after its length.
