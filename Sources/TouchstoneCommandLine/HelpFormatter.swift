@@ -62,7 +62,7 @@ enum HelpFormatter {
     }
 
     /// A titled list of label/description rows.
-    private static func section(_ title: String, _ rows: [(String, String)], column: Int = descriptionColumn) -> String {
+    static func section(_ title: String, _ rows: [(String, String)], column: Int = descriptionColumn) -> String {
         ([title + ":"] + rows.map { row($0.0, $0.1, column: column) }).joined(separator: "\n")
     }
 
@@ -81,7 +81,7 @@ enum HelpFormatter {
 
     /// `text` wrapped at spaces to `width`, every line after the first
     /// indented by `indent`.
-    private static func wrap(_ text: String, indent: Int) -> String {
+    static func wrap(_ text: String, indent: Int) -> String {
         let pad = String(repeating: " ", count: indent)
         let wrapped = lines(of: text, firstWidth: width, width: width - indent)
         return wrapped.enumerated().map { $0.offset == 0 ? $0.element : pad + $0.element }.joined(separator: "\n")

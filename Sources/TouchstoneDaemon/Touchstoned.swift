@@ -10,40 +10,18 @@ import Glibc
 /// foreground, logging to stderr; SIGTERM or SIGINT ends it (exit 0).
 @main
 struct Touchstoned {
-    static let usage = """
-        usage: touchstoned [--home DIR] [--tpm TCTI] [--reader WHICH] [--sim] [--socket PATH] [--timeout SECONDS]
-
-        Serves Touchstone's daemon engine on a Unix socket: one state folder per client uid
-        under DIR/users, opened with this daemon's TPM and reader. Runs in the foreground
-        as whichever user starts it and logs to stderr; SIGTERM or SIGINT ends it.
-
-          --home DIR         the daemon's state folder (default /var/lib/touchstone)
-          --tpm TCTI         a tss2 TCTI string, or 'sim' for the swtpm of DIR/sim (default device:/dev/tpmrm0)
-          --reader WHICH     'auto' (default), 'sim' (the virtual reader at DIR/sim/reader), or a reader id
-          --sim              the same as --tpm sim --reader sim
-          --socket PATH      where to listen (default /run/touchstone/socket, or the socket systemd passes)
-          --timeout SECONDS  how long a client may stay silent: between requests, within a frame,
-                             before answering a passcode prompt (default 30)
-          -h, --help         show this help
-          --version          show the version
-        """
-
-    struct Options {
-        var home = "/var/lib/touchstone"
-        var tpm: String?
-        var reader: String?
-        var socket: String?
-        var timeout = 30.0
-    }
-
     static func main() {
-        let options: Options
-        do {
-            options = try parse(Array(CommandLine.arguments.dropFirst()))
-        } catch let error as UsageError {
-            FileHandle.standardError.write(Data("touchstoned: \(error.text)\n\(usage)\n".utf8))
-            exit(64)
-        } catch {
+        let options: TouchstonedCommandLine.Options
+        switch TouchstonedCommandLine.parse(arguments: Array(CommandLine.arguments.dropFirst())) {
+        case .run(let parsed): options = parsed
+        case .help(let text):
+            print(text)
+            exit(0)
+        case .version(let line):
+            print(line)
+            exit(0)
+        case .usageError(let message, let usage):
+            FileHandle.standardError.write(Data("touchstoned: error: \(message)\nusage: \(usage)\n".utf8))
             exit(64)
         }
         signal(SIGPIPE, SIG_IGN)
@@ -97,54 +75,19 @@ struct Touchstoned {
         exit(0)
     }
 
-    struct UsageError: Error { let text: String }
-
-    static func parse(_ arguments: [String]) throws -> Options {
-        var options = Options()
-        var rest = arguments[...]
-        func value(_ name: String) throws -> String {
-            guard let value = rest.popFirst(), !value.isEmpty else { throw UsageError(text: "\(name) needs a value") }
-            return value
-        }
-        while let argument = rest.popFirst() {
-            switch argument {
-            case "--home": options.home = try value(argument)
-            case "--tpm": options.tpm = try value(argument)
-            case "--reader": options.reader = try value(argument)
-            case "--sim":
-                options.tpm = "sim"
-                options.reader = "sim"
-            case "--socket": options.socket = try value(argument)
-            case "--timeout":
-                let text = try value(argument)
-                guard let seconds = Double(text), seconds > 0, seconds <= 3600 else {
-                    throw UsageError(text: "--timeout needs seconds: more than 0, at most 3600, not '\(text)'")
-                }
-                options.timeout = seconds
-            case "-h", "--help":
-                print(usage)
-                exit(0)
-            case "--version":
-                print("touchstoned \(CommandLineParser.version)")
-                exit(0)
-            default: throw UsageError(text: "unknown argument '\(argument)'")
-            }
-        }
-        guard options.home.hasPrefix("/") else { throw UsageError(text: "--home needs an absolute path") }
-        return options
-    }
-
     /// Creates the state folder (0700) if it is missing; refuses one that
     /// others may read.
-    static func makeStateFolder(_ path: String) throws {
+    struct SetupError: Error, CustomStringConvertible { let description: String }
+
+    static func makeStateFolder(_ path: String) throws(SetupError) {
         if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw UsageError(text: "cannot create \(path): \(String(cString: strerror(errno)))")
+            throw SetupError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
         }
         var info = stat()
-        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { throw UsageError(text: "\(path) is not a folder") }
-        guard info.st_uid == geteuid() else { throw UsageError(text: "\(path) belongs to uid \(info.st_uid), not to this daemon's (\(geteuid()))") }
+        guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { throw SetupError(description: "\(path) is not a folder") }
+        guard info.st_uid == geteuid() else { throw SetupError(description: "\(path) belongs to uid \(info.st_uid), not to this daemon's (\(geteuid()))") }
         guard info.st_mode & 0o077 == 0 else {
-            throw UsageError(text: "\(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 it")
+            throw SetupError(description: "\(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 it")
         }
     }
 
@@ -154,4 +97,4 @@ struct Touchstoned {
     }
 }
 
-extension Touchstoned.UsageError: CustomStringConvertible { var description: String { text } }
+

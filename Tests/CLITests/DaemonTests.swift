@@ -303,7 +303,7 @@ struct DaemonTests {
                                  program: DaemonRig.daemonBinary).wait(timeout: 30)
         }
         let help = try run(["--help"])
-        #expect(help.code == 0 && help.stdoutText.contains("--socket PATH"), "\(help.stderr)")
+        #expect(help.code == 0 && help.stdoutText.contains("USAGE: touchstoned [--home DIR]") && help.stdoutText.contains("--socket <path>"), "\(help.stderr)")
         #expect(try run(["--version"]).stdoutText.hasPrefix("touchstoned "))
         for bad in [["--frob"], ["--home", "relative"], ["--timeout", "0"], ["--timeout", "x"], ["--socket"]] {
             let refused = try run(bad)
