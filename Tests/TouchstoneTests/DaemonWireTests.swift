@@ -109,6 +109,9 @@ struct DaemonWireTests {
         #expect(why.contains("version 1") && why.contains("touchstoned 2") && why.contains("same release"), "\(why)")
         // A client of this version told of another one's frame says what to do.
         #expect(DaemonWireError.version(3).description.contains("same release"))
+        // A client that gets an older daemon's frame says which side is older.
+        let told = DaemonFailure(.version(1), socket: "/run/touchstone/socket").description
+        #expect(told.contains("touchstoned speaks protocol version 1 and this client 2") && told.contains("same release"), "\(told)")
     }
 
     @Test("refused: another version, an unknown kind, a control part or secret longer than the body, too many secrets, a control part that is not the message, a frame too large to send")

@@ -225,6 +225,11 @@ extension DaemonFailure {
     /// the daemon went away (the connection closed), or it refused the
     /// exchange.
     package init(_ error: DaemonWireError, socket: String) {
+        if case .version(let theirs) = error {
+            self.init(.refused, socket: socket, reason: "touchstoned speaks protocol version \(theirs) and this client \(DaemonWire.version): "
+                        + "install touchstone and touchstoned from the same release")
+            return
+        }
         self.init(error == .closed ? .lost : .refused, socket: socket, reason: error.description)
     }
 }
