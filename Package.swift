@@ -152,6 +152,7 @@ let package = Package(
         .testTarget(name: "SSHTests", dependencies: ["TestRigs", "TouchstoneSSH", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneModel",
                                                  "COpenSSL"],
                     path: "Tests/SSHTests"),
+        .testTarget(name: "POSIXTests", dependencies: ["TouchstonePOSIX"], path: "Tests/POSIXTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
         .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneDBus"], path: "Tests/CLITests"),

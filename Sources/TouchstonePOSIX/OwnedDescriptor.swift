@@ -44,7 +44,9 @@ package struct OwnedDescriptor: ~Copyable, Sendable {
     }
 }
 
-/// The two ends of a pipe (`OwnedDescriptor.pipe()`).
+/// The two ends of a pipe (`OwnedDescriptor.pipe()`). Frozen, so that
+/// callers may take the ends apart (`let reader = pair.read`).
+@frozen
 package struct DescriptorPair: ~Copyable, Sendable {
     package var read: OwnedDescriptor
     package var write: OwnedDescriptor
