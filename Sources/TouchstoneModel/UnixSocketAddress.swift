@@ -55,7 +55,7 @@ package enum UnixListenFailure: Error, Sendable {
     case notASocket
     /// Something accepts connections there already.
     case inUse
-    /// A system call failed: which (`bind`, `listen`, `socket`) and why.
+    /// A system call failed: which (`socket`, `bind`, `chmod`, `listen`) and why.
     case system(call: String, errno: Errno)
 }
 
@@ -77,8 +77,14 @@ package func unixSocketListener(_ path: String, mode: mode_t, backlog: Int32) th
         Result { () throws(Errno) in _ = try valueOrErrno(retryOnInterrupt: false) { bind(raw, address, length) } }
     }
     if case .failure(let error) = bound { throw .system(call: "bind", errno: error) }
-    // Before listen(): until then nobody can connect, whatever the umask gave.
-    chmod(path, mode)
+    // Before listen(): until then nobody can connect, whatever the umask
+    // gave; a socket whose mode could not be set is not offered at all.
+    do {
+        _ = try valueOrErrno(retryOnInterrupt: true) { chmod(path, mode) }
+    } catch {
+        unlink(path)
+        throw .system(call: "chmod", errno: error)
+    }
     do {
         try socket.listen(backlog: backlog)
     } catch {
