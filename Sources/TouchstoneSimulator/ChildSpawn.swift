@@ -8,8 +8,8 @@ import TouchstonePOSIX
 /// This forwarder keeps the old throws(SimulatorError) entry point for code
 /// outside the simulator that still imports only this module for it (the
 /// public library's `SimulatorDaemon`); remove it once that code imports
-/// TouchstonePOSIX. Where both modules are imported, this one shadows (this
-/// module imports TouchstonePOSIX): import TouchstonePOSIX alone for spawning.
+/// TouchstonePOSIX. Where both modules are imported a bare `ChildSpawn` is
+/// ambiguous: write `TouchstonePOSIX.ChildSpawn` there.
 package enum ChildSpawn {
     package static func start(_ executable: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t,
                               environment: [String: String]? = nil, newSession: Bool = false) throws(SimulatorError) -> pid_t {
