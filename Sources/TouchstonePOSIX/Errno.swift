@@ -21,32 +21,22 @@ package struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringC
     package static var notPermitted: Errno { Errno(rawValue: EPERM) }
     /// No such file or directory (ENOENT).
     package static var noSuchFileOrDirectory: Errno { Errno(rawValue: ENOENT) }
-    /// No such process (ESRCH).
-    package static var noSuchProcess: Errno { Errno(rawValue: ESRCH) }
     /// Interrupted system call (EINTR).
     package static var interrupted: Errno { Errno(rawValue: EINTR) }
     /// Bad file descriptor (EBADF).
     package static var badFileDescriptor: Errno { Errno(rawValue: EBADF) }
-    /// No child processes (ECHILD).
-    package static var noChildProcess: Errno { Errno(rawValue: ECHILD) }
-    /// Resource temporarily unavailable (EAGAIN, EWOULDBLOCK).
-    package static var resourceTemporarilyUnavailable: Errno { Errno(rawValue: EAGAIN) }
     /// Bad address (EFAULT).
     package static var badAddress: Errno { Errno(rawValue: EFAULT) }
     /// File exists (EEXIST).
     package static var fileExists: Errno { Errno(rawValue: EEXIST) }
     /// File name too long (ENAMETOOLONG).
     package static var fileNameTooLong: Errno { Errno(rawValue: ENAMETOOLONG) }
-    /// Invalid argument (EINVAL).
-    package static var invalidArgument: Errno { Errno(rawValue: EINVAL) }
     /// Broken pipe (EPIPE).
     package static var brokenPipe: Errno { Errno(rawValue: EPIPE) }
     /// Software caused connection abort (ECONNABORTED).
     package static var connectionAbort: Errno { Errno(rawValue: ECONNABORTED) }
     /// Connection refused (ECONNREFUSED).
     package static var connectionRefused: Errno { Errno(rawValue: ECONNREFUSED) }
-    /// Connection reset by peer (ECONNRESET).
-    package static var connectionReset: Errno { Errno(rawValue: ECONNRESET) }
 
     /// `catch Errno.interrupted` in code whose error is untyped.
     package static func ~= (pattern: Errno, error: any Error) -> Bool {
