@@ -79,7 +79,10 @@ let package = Package(
         // MARK: Swift modules, bottom up
         // The domain types every layer shares: access controls and their
         // grammar, fingers, reader and TPM selection, item attributes.
-        .target(name: "TouchstoneModel"),
+        // System calls in swift-system's manner: Errno, one syscall wrapper,
+        // a descriptor owner, process spawning. Glibc only.
+        .target(name: "TouchstonePOSIX"),
+        .target(name: "TouchstoneModel", dependencies: ["TouchstonePOSIX"]),
         .target(name: "TouchstoneSecure", dependencies: ["CSodium"]),
         // Backends: `package` access, C modules imported internally.
         .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "TouchstoneModel", "CTSSCryptoContext"],
@@ -88,30 +91,30 @@ let package = Package(
         .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel"],
                 swiftSettings: testSupport),
         // The simulator (swtpm + libfprint's virtual reader), shared with the test rigs.
-        .target(name: "TouchstoneSimulator", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
+        .target(name: "TouchstoneSimulator", dependencies: ["TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
         // What a client of the daemon needs and nothing of the backends: the
         // interaction protocol, the terminal's interaction, the daemon's wire
         // protocol.
-        .target(name: "TouchstoneClient", dependencies: ["TouchstoneModel", "TouchstoneSecure"]),
+        .target(name: "TouchstoneClient", dependencies: ["TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure"]),
         // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
         // own, names, exported objects, signals, calls (the D-Bus front ends).
         .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure"]),
         // The Secret Service provider (`touchstone secret-service`): its
         // objects over the public API, sessions (plain, and encrypted with
         // OpenSSL's DH, HKDF and AES), prompts, pinentry, notifications.
-        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "Touchstone", "TouchstoneSecure", "TouchstoneDBus", "TouchstoneSimulator"]),
+        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "Touchstone", "TouchstoneSecure", "TouchstoneDBus", "TouchstonePOSIX"]),
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
-        .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstoneSecure", "TouchstoneModel"]),
+        .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
-        .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
+        .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         // touchstoned's server: the listener, one session per connection
         // serving the operations' registry with each user's in-process
         // engine, the passcode gate and the TPM gates. Only touchstoned
         // links it.
-        .target(name: "TouchstoneServer", dependencies: ["CSodium", "Touchstone", "TouchstoneClient", "TouchstoneModel", "TouchstoneSecure",
+        .target(name: "TouchstoneServer", dependencies: ["CSodium", "Touchstone", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure",
                                                          "TouchstoneTPM", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         // Front ends: the public API and the command-line parser, nothing below.
@@ -119,34 +122,34 @@ let package = Package(
                 swiftSettings: testSupport),
         // What the command's processes share: errors as exit codes and
         // messages, output. Links no backend.
-        .target(name: "TouchstoneCLISupport", dependencies: ["TouchstoneClient", "TouchstoneCommandLine"]),
+        .target(name: "TouchstoneCLISupport", dependencies: ["TouchstonePOSIX", "TouchstoneClient", "TouchstoneCommandLine"]),
         .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport",
-                                                            "TouchstoneSSH", "TouchstoneSecretService", "TouchstoneDBus"],
+                                                            "TouchstoneSSH", "TouchstoneSecretService", "TouchstoneDBus", "TouchstonePOSIX"],
                           linkerSettings: exportSharedCryptoContext),
-        .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine"],
+        .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine", "TouchstonePOSIX"],
                           linkerSettings: staticClient),
         .executableTarget(name: "TouchstoneDispatch", path: "Sources/TouchstoneDispatch",
                           linkerSettings: staticClient),
         // The git credential helper (docs/git.md): the public API, like touchstone-cli.
-        .executableTarget(name: "TouchstoneGitCredential", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport"],
+        .executableTarget(name: "TouchstoneGitCredential", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport", "TouchstonePOSIX"],
                           linkerSettings: exportSharedCryptoContext),
         // touchstoned: its command line over the server.
-        .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneServer", "TouchstoneCommandLine"],
+        .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneServer", "TouchstoneCommandLine", "TouchstonePOSIX"],
                           linkerSettings: exportSharedCryptoContext),
         // The benchmark, not a product: `swift run -c release TouchstoneBench`.
-        .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "CSQLite"],
+        .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "CSQLite"],
                           linkerSettings: exportSharedCryptoContext),
 
         // MARK: Tests (one test bundle; one folder per module under test)
         // Rigs shared by the test targets (and the benchmark): a private swtpm, virtual readers.
-        .target(name: "TestRigs", dependencies: ["TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator",
+        .target(name: "TestRigs", dependencies: ["TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator",
                                                  "TouchstoneDBus"],
                 path: "Tests/TestRigs"),
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
                                                  "COpenSSL"],
                     linkerSettings: exportSharedCryptoContext),
         .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
-        .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
         .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],
                     path: "Tests/DBusTests"),
@@ -156,9 +159,10 @@ let package = Package(
         .testTarget(name: "SSHTests", dependencies: ["TestRigs", "TouchstoneSSH", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneModel",
                                                  "COpenSSL"],
                     path: "Tests/SSHTests"),
+        .testTarget(name: "POSIXTests", dependencies: ["TouchstonePOSIX"], path: "Tests/POSIXTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
-        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneDBus"], path: "Tests/CLITests"),
+        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneDBus"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

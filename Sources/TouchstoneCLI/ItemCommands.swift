@@ -18,8 +18,10 @@ extension Session {
             let secret = try await device.keychain.get(service: service, account: account, context: makeContext(device),
                                                        reason: reason ?? "touchstone get: read the secret of \(service) / \(account)")
             try Task.checkCancellation()  // a signal just now: write nothing
-            guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {
-                throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
+            do {
+                try secret.withUnsafeBytes { bytes in try Output.writeAll(1, bytes) }
+            } catch {
+                throw CLIFailure(.failure, "cannot write the secret to stdout: \(error)")
             }
         }
     }

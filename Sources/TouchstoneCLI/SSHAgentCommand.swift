@@ -2,6 +2,7 @@ import Foundation
 import Touchstone
 import TouchstoneCLISupport
 import TouchstoneCommandLine
+import TouchstonePOSIX
 import TouchstoneSSH
 
 /// `touchstone ssh-agent`: the vault's ssh keys over the OpenSSH agent
@@ -43,8 +44,12 @@ extension Session {
                              hint: "give one with --socket PATH")
         }
         let folder = runtime + "/touchstone"
-        if mkdir(folder, 0o700) != 0 && errno != EEXIST {
-            throw CLIFailure(.failure, "cannot make \(folder): \(String(cString: strerror(errno)))")
+        do {
+            _ = try valueOrErrno(retryOnInterrupt: false) { mkdir(folder, 0o700) }
+        } catch .fileExists {
+            // Made before: used as it is.
+        } catch {
+            throw CLIFailure(.failure, "cannot make \(folder): \(error)")
         }
         return folder + "/ssh-agent.sock"
     }

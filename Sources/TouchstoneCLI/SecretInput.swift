@@ -1,6 +1,7 @@
 import TouchstoneCLISupport
 import Foundation
 import Touchstone
+import TouchstonePOSIX
 
 /// The secret of `add` and `update`: every byte of stdin up to EOF, 1 byte
 /// to 1 MiB. Read straight into wiped memory; refused before anything is
@@ -15,10 +16,15 @@ enum SecretInput {
         let buffer = SecureBytes(count: maximumSize + 1)
         var count = 0
         while count <= maximumSize {
-            let n = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress! + count, $0.count - count) }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw CLIFailure(.failure, "cannot read the secret from stdin: \(String(cString: strerror(errno)))")
+            let n: Int
+            do {
+                n = try buffer.withUnsafeMutableBytes { bytes in
+                    try valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) {
+                        read(0, bytes.baseAddress! + count, bytes.count - count)
+                    }
+                }
+            } catch {
+                throw CLIFailure(.failure, "cannot read the secret from stdin: \(error)")
             }
             if n == 0 { break }
             count += n

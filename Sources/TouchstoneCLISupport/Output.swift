@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import TouchstonePOSIX
 
 /// Where the command writes: results on stdout, everything else (progress,
 /// prompts, errors) on stderr. Writes go straight to the descriptors,
@@ -22,20 +23,22 @@ package enum Output {
         write(1, Array((line + "\n").utf8))
     }
 
-    /// Writes every byte to `fd`, retrying short writes and EINTR.
-    /// Returns false when the descriptor refuses (a closed pipe).
-    @discardableResult
-    package static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+    /// Writes every byte to `fd`, retrying short writes and EINTR; throws
+    /// when the descriptor refuses (a closed pipe, a closed stdout). `fd` is
+    /// one this process was handed, not one it owns: it may be closed.
+    package static func writeAll(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) throws(Errno) {
         var offset = 0
         while offset < bytes.count {
-            let n = Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return false
+            offset += try valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) {
+                Glibc.write(fd, bytes.baseAddress! + offset, bytes.count - offset)
             }
-            offset += n
         }
-        return true
+    }
+
+    /// The same, false when the descriptor refuses.
+    @discardableResult
+    package static func write(_ fd: Int32, _ bytes: UnsafeRawBufferPointer) -> Bool {
+        (try? writeAll(fd, bytes)) != nil
     }
 
     @discardableResult

@@ -1,4 +1,5 @@
 import Glibc
+import TouchstonePOSIX
 
 /// Hooks for the test suite, driven by the environment. Each only changes
 /// *when* the process runs, never what it reads, writes or keeps.
@@ -52,11 +53,9 @@ package enum TestHooks {
         while let entry = readdir(directory) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             guard let tid = pid_t(name), tid != me else { continue }
-            let fd = open("/proc/self/task/\(tid)/stat", O_RDONLY | O_CLOEXEC)
-            guard fd >= 0 else { continue }
+            guard let stat = try? OwnedDescriptor.open("/proc/self/task/\(tid)/stat", O_RDONLY) else { continue }
             var buffer = [UInt8](repeating: 0, count: 512)
-            let n = read(fd, &buffer, buffer.count)
-            close(fd)
+            let n = (try? buffer.withUnsafeMutableBytes { bytes in try stat.read(into: bytes) }) ?? -1
             // "TID (comm) S ...": the state is the first field after the last ')'.
             guard n > 0, let paren = buffer[..<n].lastIndex(of: UInt8(ascii: ")")), paren + 2 < n else { continue }
             if buffer[paren + 2] == UInt8(ascii: "R") { return true }

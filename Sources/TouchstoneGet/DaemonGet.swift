@@ -3,6 +3,7 @@ import Glibc
 import TouchstoneClient
 import TouchstoneCLISupport
 import TouchstoneCommandLine
+import TouchstonePOSIX
 
 /// One `get` through the daemon, as `touchstone-cli` does it with the
 /// daemon engine: the item's open ways, an authentication for them when
@@ -27,8 +28,11 @@ enum DaemonGet {
         let folder = here.lastIndex(of: "/").map { String(here[..<$0]) } ?? "."
         let cli = folder + "/touchstone-cli"
         var argv: [UnsafeMutablePointer<CChar>?] = CommandLine.arguments.map { strdup($0) } + [nil]
-        execv(cli, &argv)
-        Output.error("cannot run \(cli): \(String(cString: strerror(errno)))")
+        do {
+            _ = try valueOrErrno(retryOnInterrupt: false) { execv(cli, &argv) }
+        } catch {
+            Output.error("cannot run \(cli): \(error)")
+        }
         exit(ExitCode.failure.rawValue)
     }
 
@@ -80,8 +84,10 @@ enum DaemonGet {
         case .refused(let why): throw KeychainError.daemon(DaemonFailure(.refused, socket: socket, reason: why))
         }
         if interrupt.fired { throw CancellationError() }  // a signal just now: write nothing
-        guard secret.withUnsafeBytes({ Output.write(1, $0) }) else {
-            throw CLIFailure(.failure, "cannot write the secret to stdout: \(String(cString: strerror(errno)))")
+        do {
+            try secret.withUnsafeBytes { bytes in try Output.writeAll(1, bytes) }
+        } catch {
+            throw CLIFailure(.failure, "cannot write the secret to stdout: \(error)")
         }
     }
 }

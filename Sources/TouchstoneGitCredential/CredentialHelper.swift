@@ -51,8 +51,10 @@ struct CredentialHelper {
             guard let secret = try await Self.secret(keychain, item, account: account, context: context) else { return }
             try Task.checkCancellation()  // a signal just now: write nothing
             let reply = try Self.reply(account: account, password: secret, service: item.service)
-            guard reply.withUnsafeBytes({ Output.write(1, $0) }) else {
-                throw CLIFailure(.failure, "cannot write the credential to git (stdout): \(String(cString: strerror(errno)))")
+            do {
+                try reply.withUnsafeBytes { bytes in try Output.writeAll(1, bytes) }
+            } catch {
+                throw CLIFailure(.failure, "cannot write the credential to git (stdout): \(error)")
             }
         }
     }

@@ -2,6 +2,7 @@ import FoundationEssentials
 import Glibc
 import Touchstone
 import TouchstoneCLISupport
+import TouchstonePOSIX
 
 /// What git sends on stdin (git-credential(1), "INPUT/OUTPUT FORMAT"):
 /// `key=value` lines up to a blank line or EOF.
@@ -52,10 +53,13 @@ struct CredentialRequest {
     private static func readRequest(into bytes: UnsafeMutableRawBufferPointer) -> Result<Int, CLIFailure> {
         var count = 0
         while count < bytes.count {
-            let n = read(0, bytes.baseAddress! + count, bytes.count - count)
-            if n < 0 {
-                if errno == EINTR { continue }
-                return .failure(CLIFailure(.failure, "cannot read git's request from stdin: \(String(cString: strerror(errno)))"))
+            let n: Int
+            do {
+                n = try valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) {
+                    read(0, bytes.baseAddress! + count, bytes.count - count)
+                }
+            } catch {
+                return .failure(CLIFailure(.failure, "cannot read git's request from stdin: \(error)"))
             }
             if n == 0 { break }
             let start = max(count - 1, 0)

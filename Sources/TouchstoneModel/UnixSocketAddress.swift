@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TouchstonePOSIX
 
 /// Runs `body` with the `sockaddr_un` of the Unix socket at `path`, or
 /// returns nil when the path does not fit one (107 bytes): the one place
@@ -19,12 +20,33 @@ package func withUnixSocketAddress<R>(_ path: String, _ body: (UnsafePointer<soc
     }
 }
 
+extension OwnedDescriptor {
+    /// A new Unix stream socket (close-on-exec).
+    package static func unixStreamSocket() throws(Errno) -> OwnedDescriptor {
+        try socket(AF_UNIX, CInt(SOCK_STREAM.rawValue))
+    }
+
+    /// connect(2) to the Unix socket at `path`; ENAMETOOLONG when the path
+    /// does not fit a socket address.
+    package borrowing func connect(unixSocket path: String) throws(Errno) {
+        let raw = rawValue
+        guard let result = withUnixSocketAddress(path, { address, length in
+            Result { () throws(Errno) in _ = try valueOrErrno(retryOnInterrupt: false) { Glibc.connect(raw, address, length) } }
+        }) else { throw .fileNameTooLong }
+        try result.get()
+    }
+
+    /// The pid, uid and gid of the process on the other end of this Unix
+    /// socket (SO_PEERCRED: who connected, as the kernel saw it at connect()).
+    package borrowing func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
+        TouchstoneModel.peerCredentials(of: rawValue)
+    }
+}
+
 /// Whether something accepts connections on the Unix socket at `path`.
 package func unixSocketAccepts(_ path: String) -> Bool {
-    let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard probe >= 0 else { return false }
-    defer { close(probe) }
-    return withUnixSocketAddress(path) { connect(probe, $0, $1) == 0 } ?? false
+    guard let probe = try? OwnedDescriptor.unixStreamSocket() else { return false }
+    return (try? probe.connect(unixSocket: path)) != nil
 }
 
 /// Why `listenOnUnixSocket` made no socket.
@@ -33,38 +55,53 @@ package enum UnixListenFailure: Error, Sendable {
     case notASocket
     /// Something accepts connections there already.
     case inUse
-    /// A system call failed: which (`bind`, `listen`, `socket`) and why.
-    case system(call: String, reason: String)
+    /// A system call failed: which (`socket`, `bind`, `chmod`, `listen`) and why.
+    case system(call: String, errno: Errno)
 }
 
 /// A listening Unix socket at `path`, the file given `mode` before anyone
 /// can connect: a stale socket file there is replaced, a live one (where
 /// something accepts) or a file of another kind is refused.
-package func listenOnUnixSocket(_ path: String, mode: mode_t, backlog: Int32) -> Result<Int32, UnixListenFailure> {
-    guard withUnixSocketAddress(path, { _, _ in true }) != nil else { return .failure(.pathTooLong) }
+package func unixSocketListener(_ path: String, mode: mode_t, backlog: Int32) throws(UnixListenFailure) -> OwnedDescriptor {
+    guard withUnixSocketAddress(path, { _, _ in true }) != nil else { throw .pathTooLong }
     var info = stat()
     if lstat(path, &info) == 0 {
-        guard info.st_mode & S_IFMT == S_IFSOCK else { return .failure(.notASocket) }
-        if unixSocketAccepts(path) { return .failure(.inUse) }
+        guard info.st_mode & S_IFMT == S_IFSOCK else { throw .notASocket }
+        if unixSocketAccepts(path) { throw .inUse }
         unlink(path)
     }
-    func failure(_ call: String) -> UnixListenFailure { .system(call: call, reason: String(cString: strerror(errno))) }
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-    guard fd >= 0 else { return .failure(failure("socket")) }
-    guard withUnixSocketAddress(path, { bind(fd, $0, $1) }) == 0 else {
-        let why = failure("bind")
-        close(fd)
-        return .failure(why)
+    let socket: OwnedDescriptor
+    do { socket = try .unixStreamSocket() } catch { throw .system(call: "socket", errno: error) }
+    let raw = socket.rawValue
+    let bound = withUnixSocketAddress(path) { address, length in
+        Result { () throws(Errno) in _ = try valueOrErrno(retryOnInterrupt: false) { bind(raw, address, length) } }
     }
-    // Before listen(): until then nobody can connect, whatever the umask gave.
-    chmod(path, mode)
-    guard listen(fd, backlog) == 0 else {
-        let why = failure("listen")
-        close(fd)
+    if case .failure(let error) = bound { throw .system(call: "bind", errno: error) }
+    // Before listen(): until then nobody can connect, whatever the umask
+    // gave; a socket whose mode could not be set is not offered at all.
+    do {
+        _ = try valueOrErrno(retryOnInterrupt: true) { chmod(path, mode) }
+    } catch {
         unlink(path)
-        return .failure(why)
+        throw .system(call: "chmod", errno: error)
     }
-    return .success(fd)
+    do {
+        try socket.listen(backlog: backlog)
+    } catch {
+        unlink(path)
+        throw .system(call: "listen", errno: error)
+    }
+    return socket
+}
+
+/// The same as a raw descriptor the caller closes, for code that keeps the
+/// number itself (the daemon's `Listener`).
+package func listenOnUnixSocket(_ path: String, mode: mode_t, backlog: Int32) -> Result<Int32, UnixListenFailure> {
+    do {
+        return .success(try unixSocketListener(path, mode: mode, backlog: backlog).release())
+    } catch {
+        return .failure(error)
+    }
 }
 
 /// The pid, uid and gid of the process on the other end of a Unix socket
@@ -73,7 +110,7 @@ package func peerCredentials(of fd: Int32) -> (pid: pid_t, uid: uid_t, gid: gid_
     // struct ucred (pid, uid, gid), which Glibc's module leaves out.
     var credentials: (pid_t, uid_t, gid_t) = (0, 0, 0)
     var size = socklen_t(MemoryLayout.size(ofValue: credentials))
-    guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) == 0,
+    guard (try? valueOrErrno(retryOnInterrupt: false, { getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &size) })) != nil,
           size == socklen_t(MemoryLayout.size(ofValue: credentials)) else { return nil }
     return credentials
 }

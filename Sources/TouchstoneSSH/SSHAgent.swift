@@ -1,5 +1,7 @@
 import Foundation
+import Synchronization
 import TouchstoneModel
+import TouchstonePOSIX
 import TouchstoneSecure
 
 /// A key the agent offers: its public half, and a way to sign that may
@@ -39,7 +41,9 @@ package final class SSHAgent: Sendable {
 
     private let keys: @Sendable () async -> [any AgentKey]
     private let refused: @Sendable (AgentPeer) -> Void
-    private let listener: Int32
+    /// The listening socket, until the accept loop ends (and closes it);
+    /// `stop()` shuts it down under the same lock, so never after the close.
+    private let listener: Mutex<OwnedDescriptor?>
     private let stopping = Locked(false)
 
     /// Listens on `path` (a new socket, 0600; a stale one replaced, a live
@@ -49,50 +53,66 @@ package final class SSHAgent: Sendable {
                  keys: @escaping @Sendable () async -> [any AgentKey]) throws(SSHAgentError) {
         self.keys = keys
         self.refused = refused
-        let fd: Int32
-        switch listenOnUnixSocket(path, mode: 0o600, backlog: 64) {
-        case .success(let listening): fd = listening
-        case .failure(.pathTooLong): throw .system("the socket path is longer than 107 bytes: \(path)")
-        case .failure(.notASocket): throw .system("\(path) exists and is not a socket")
-        case .failure(.inUse): throw .system("an agent already listens on \(path)")
-        case .failure(.system(let call, let why)): throw .system("\(call) \(path): \(why)")
+        let socket: OwnedDescriptor
+        do {
+            socket = try unixSocketListener(path, mode: 0o600, backlog: 64)
+        } catch {
+            switch error {
+            case .pathTooLong: throw .system("the socket path is longer than 107 bytes: \(path)")
+            case .notASocket: throw .system("\(path) exists and is not a socket")
+            case .inUse: throw .system("an agent already listens on \(path)")
+            case .system(let call, let why): throw .system("\(call) \(path): \(why)")
+            }
         }
-        listener = fd
-        startDetachedThread(name: "touchstone-agent") { [self] in acceptLoop() }
+        let number = socket.rawValue
+        listener = Mutex(.some(socket))
+        startDetachedThread(name: "touchstone-agent") { [self] in acceptLoop(number) }
     }
 
     /// Stops accepting (connections in flight finish).
     package func stop() {
         stopping.withLock { $0 = true }
-        shutdown(listener, Int32(SHUT_RDWR))
+        listener.withLock { socket in
+            switch socket {
+            case .some(let listening): _ = try? listening.shutdown(SHUT_RDWR)
+            case .none: break
+            }
+        }
     }
 
-    private func acceptLoop() {
+    /// Accepts on `listening` (the listener's number: open until this loop
+    /// ends, which then closes it).
+    private func acceptLoop(_ listening: CInt) {
         while !stopping.withLock({ $0 }) {
-            let fd = accept(listener, nil, nil)
-            if fd < 0 {
-                if errno == EINTR || errno == ECONNABORTED { continue }
+            let connection: OwnedDescriptor
+            do {
+                connection = OwnedDescriptor(adopting: try valueOrErrno(retryOnInterrupt: true) { accept(listening, nil, nil) })
+            } catch .connectionAbort {
+                continue
+            } catch {
                 if stopping.withLock({ $0 }) { break }
                 usleep(100_000)
                 continue
             }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            startDetachedThread(name: "touchstone-agent-c") { [self] in serve(fd) }
+            try? connection.setCloseOnExec()
+            // The connection's thread owns it from here.
+            let number = connection.release()
+            startDetachedThread(name: "touchstone-agent-c") { [self] in serve(OwnedDescriptor(adopting: number)) }
         }
-        close(listener)
+        listener.withLock { socket in _ = socket.take() }
     }
 
-    /// One connection: messages until it closes or breaks the protocol.
-    private func serve(_ fd: Int32) {
-        defer { close(fd) }
-        let peer = Self.peer(of: fd)
+    /// One connection: messages until it closes or breaks the protocol;
+    /// closed when this returns.
+    private func serve(_ connection: consuming OwnedDescriptor) {
+        let peer = Self.peer(of: connection)
         guard peer.uid == getuid() || peer.uid == 0 else {
             refused(peer)
             return
         }
-        while let message = Self.readMessage(fd) {
+        while let message = Self.readMessage(connection) {
             let reply = Self.blocking { await self.answer(message, peer: peer) }
-            guard Self.writeAll(fd, SSHWire.string(reply)) else { return }
+            guard Self.writeAll(connection, SSHWire.string(reply)) else { return }
         }
     }
 
@@ -116,9 +136,9 @@ package final class SSHAgent: Sendable {
         }
     }
 
-    private static func peer(of fd: Int32) -> AgentPeer {
+    private static func peer(of connection: borrowing OwnedDescriptor) -> AgentPeer {
         // No credentials (never on a Unix socket): a uid no one has, refused.
-        let (pid, uid, _) = peerCredentials(of: fd) ?? (0, uid_t.max, 0)
+        let (pid, uid, _) = connection.peerCredentials() ?? (0, uid_t.max, 0)
         let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
             .trimmingCharacters(in: .whitespacesAndNewlines)
         return AgentPeer(pid: pid, uid: uid, command: command)
@@ -126,30 +146,30 @@ package final class SSHAgent: Sendable {
 
     /// The next message (without its length), or nil at the end, on a
     /// read error, or for a length beyond `maximumMessage` or of zero.
-    private static func readMessage(_ fd: Int32) -> [UInt8]? {
-        guard let header = readExactly(fd, 4) else { return nil }
+    private static func readMessage(_ connection: borrowing OwnedDescriptor) -> [UInt8]? {
+        guard let header = readExactly(connection, 4) else { return nil }
         let length = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
         guard length > 0, length <= maximumMessage else { return nil }
-        return readExactly(fd, length)
+        return readExactly(connection, length)
     }
 
-    private static func readExactly(_ fd: Int32, _ count: Int) -> [UInt8]? {
+    /// `count` bytes, or nil at the end or on an error (EINTR retried).
+    private static func readExactly(_ connection: borrowing OwnedDescriptor, _ count: Int) -> [UInt8]? {
         var out = [UInt8](repeating: 0, count: count)
         var at = 0
         while at < count {
-            let n = out[at...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
+            let n = (try? out[at...].withUnsafeMutableBytes { bytes in try connection.read(into: bytes) }) ?? -1
             guard n > 0 else { return nil }
             at += n
         }
         return out
     }
 
-    private static func writeAll(_ fd: Int32, _ bytes: [UInt8]) -> Bool {
+    /// Sends every byte (EINTR retried, no SIGPIPE); false when the peer went away.
+    private static func writeAll(_ connection: borrowing OwnedDescriptor, _ bytes: [UInt8]) -> Bool {
         var at = 0
         while at < bytes.count {
-            let n = bytes[at...].withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            if n < 0 && errno == EINTR { continue }
+            let n = (try? bytes[at...].withUnsafeBytes { bytes in try connection.send(bytes, flags: CInt(MSG_NOSIGNAL)) }) ?? -1
             guard n > 0 else { return false }
             at += n
         }

@@ -1,6 +1,6 @@
 import Foundation
 import TouchstoneSecure
-import TouchstoneSimulator
+import TouchstonePOSIX
 
 /// Asks the person for a passcode through pinentry, GnuPG's dialog program
 /// (pinentry-gnome3, -qt, -curses, -tty: whichever `pinentry` is), over
@@ -117,56 +117,59 @@ package struct Pinentry: Sendable {
     /// A running pinentry and the lines it writes.
     private final class Conversation {
         let pid: pid_t
-        let input: Int32
-        let output: Int32
+        /// The pinentry's stdin, until `end()` closes it.
+        private var input: OwnedDescriptor?
+        /// Its stdout, closed with the conversation.
+        private let output: OwnedDescriptor
         private var buffered: [UInt8] = []
 
         init(program: String, environment: [String: String]) throws(Failure) {
-            var toChild: [Int32] = [-1, -1], fromChild: [Int32] = [-1, -1]
-            guard pipe(&toChild) == 0, pipe(&fromChild) == 0 else { throw Failure("pipe: \(String(cString: strerror(errno)))") }
+            // Every end close-on-exec: the child gets only the dup2'd copies.
+            let toChild: DescriptorPair
+            do { toChild = try OwnedDescriptor.pipe() } catch { throw Failure("pipe: \(error)") }
+            let fromChild: DescriptorPair
+            do { fromChild = try OwnedDescriptor.pipe() } catch { throw Failure("pipe: \(error)") }
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, toChild[0], 0)
-            posix_spawn_file_actions_adddup2(&actions, fromChild[1], 1)
+            posix_spawn_file_actions_adddup2(&actions, toChild.read.rawValue, 0)
+            posix_spawn_file_actions_adddup2(&actions, fromChild.write.rawValue, 1)
             posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
             do {
                 pid = try ChildSpawn.start(program, [], actions: &actions, environment: environment)
             } catch {
-                for fd in toChild + fromChild { close(fd) }
-                throw Failure("cannot run \(program): \(error)")
+                throw Failure(error.description)  // "cannot run PROGRAM: why"
             }
-            close(toChild[0])
-            close(fromChild[1])
-            input = toChild[1]
-            output = fromChild[0]
-            _ = fcntl(input, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(output, F_SETFD, FD_CLOEXEC)
+            // Our ends; the child's close here.
+            input = .some(toChild.keepingWrite())
+            output = fromChild.keepingRead()
         }
 
         /// BYE, then the process reaped (killed if it does not go).
         func end() {
             _ = try? send("BYE")
-            close(input)
+            input = nil  // closed: the pinentry reads the end of its input
             var status: Int32 = 0
             for _ in 0..<100 {
-                if waitpid(pid, &status, WNOHANG) == pid { close(output); return }
+                if (try? valueOrErrno(retryOnInterrupt: true) { waitpid(pid, &status, WNOHANG) }) == pid { return }
                 usleep(10_000)
             }
             kill(pid, SIGKILL)
             _ = ChildSpawn.waitForExit(pid)
-            close(output)
         }
 
         func send(_ line: String) throws(Failure) {
             let bytes = Array((line + "\n").utf8)
             guard bytes.count <= Pinentry.maximumLine else { throw Failure("an Assuan line longer than \(Pinentry.maximumLine) bytes") }
-            var at = 0
-            while at < bytes.count {
-                let n = bytes[at...].withUnsafeBytes { write(input, $0.baseAddress, $0.count) }
-                if n < 0 && errno == EINTR { continue }
-                guard n > 0 else { throw Failure("pinentry went away (\(String(cString: strerror(errno))))") }
-                at += n
+            do {
+                try bytes.withUnsafeBytes { raw in
+                    switch input {
+                    case .some(let pipe): try pipe.writeAll(raw)
+                    case .none: throw Errno.brokenPipe
+                    }
+                }
+            } catch {
+                throw Failure("pinentry went away (\(error))")
             }
         }
 
@@ -183,8 +186,7 @@ package struct Pinentry: Sendable {
                 }
                 guard buffered.count <= Pinentry.maximumLine else { throw Failure("pinentry sent a line longer than Assuan allows") }
                 var chunk = [UInt8](repeating: 0, count: 1024)
-                let n = read(output, &chunk, chunk.count)
-                if n < 0 && errno == EINTR { continue }
+                let n = (try? chunk.withUnsafeMutableBytes { bytes in try output.read(into: bytes) }) ?? -1
                 guard n > 0 else { throw Failure("pinentry ended the conversation") }
                 buffered += chunk[..<n]
                 secureWipe(&chunk)

@@ -1,6 +1,7 @@
 import Foundation
 import TouchstoneFingerprint
 import TouchstoneModel
+import TouchstonePOSIX
 import TouchstoneSecure
 import TouchstoneTPM
 
@@ -17,7 +18,7 @@ public enum BackendWalkthrough {
     public static func run(narrate: @escaping @Sendable (String) -> Void) async throws(SimulatorError) {
         var template = Array("/tmp/touchstone-demo-XXXXXX".utf8CString)
         guard let made = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw .cannotCreate(path: "/tmp/touchstone-demo-XXXXXX", reason: String(cString: strerror(errno)))
+            throw .cannotCreate(path: "/tmp/touchstone-demo-XXXXXX", reason: Errno.current.description)
         }
         let directory = String(cString: made)
         let swtpm = Swtpm(directory: directory + "/tpm")

@@ -1,67 +1,25 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import TouchstoneModel
-import Foundation
+import TouchstonePOSIX
 
-/// posix_spawn with the settings every child of Touchstone needs: no signal
-/// blocked and default handlers (the caller may be a Dispatch worker that
-/// blocks them all, and a child inheriting that mask would ignore SIGTERM),
-/// no inherited descriptor above stderr unless a file action maps it, and an
-/// optional new session (no controlling terminal). Used by `Swtpm.run`, the
-/// benchmark and the end-to-end tests.
+/// Transitional: the spawning itself is TouchstonePOSIX's `ChildSpawn`.
+/// This forwarder keeps the old throws(SimulatorError) entry point for code
+/// outside the simulator that still imports only this module for it (the
+/// public library's `SimulatorDaemon`); remove it once that code imports
+/// TouchstonePOSIX. Where both modules are imported a bare `ChildSpawn` is
+/// ambiguous: write `TouchstonePOSIX.ChildSpawn` there.
 package enum ChildSpawn {
-    /// Starts `executable` with `arguments` (argv[0] is added), the file
-    /// actions the caller set up, and `environment` (nil: this process's).
     package static func start(_ executable: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t,
-                             environment: [String: String]? = nil, newSession: Bool = false) throws(SimulatorError) -> pid_t {
-        try start(executable, bytes: arguments.map { Array($0.utf8) }, actions: &actions,
-                  environment: environment, newSession: newSession)
-    }
-
-    /// The same with each argument given as its bytes, which need not be
-    /// UTF-8 (argv is bytes: the end-to-end tests pass undecodable ones).
-    package static func start(_ executable: String, bytes arguments: [[UInt8]], actions: inout posix_spawn_file_actions_t,
-                             environment: [String: String]? = nil, newSession: Bool = false) throws(SimulatorError) -> pid_t {
-        Swtpm.markDescriptorsCloseOnExec()
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t()
-        sigemptyset(&noSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        let setsid: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID (glibc), a macro Swift does not import
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setsid))
-
-        let argv: [UnsafeMutablePointer<CChar>?] = ([Array(executable.utf8)] + arguments).map { bytes in
-            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
-            for (i, byte) in bytes.enumerated() { copy[i] = CChar(bitPattern: byte) }
-            copy[bytes.count] = 0
-            return copy
-        } + [nil]
-        defer { argv.forEach { $0?.deallocate() } }
-        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
-        defer { envp?.forEach { free($0) } }
-        var pid: pid_t = 0
-        let rc = envp.map { e in e.withUnsafeBufferPointer { posix_spawn(&pid, executable, &actions, &attributes, argv, $0.baseAddress) } }
-            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
-        guard rc == 0 else {
-            throw .didNotStart("cannot run \(executable): \(String(cString: strerror(rc)))")
+                              environment: [String: String]? = nil, newSession: Bool = false) throws(SimulatorError) -> pid_t {
+        do {
+            return try TouchstonePOSIX.ChildSpawn.start(executable, arguments, actions: &actions,
+                                                        environment: environment, newSession: newSession)
+        } catch {
+            throw .didNotStart(error.description)
         }
-        return pid
     }
 
-    /// Waits for `pid` and returns its exit status, or 128 + the signal that
-    /// killed it (WIFEXITED / WEXITSTATUS are macros: decoded by hand).
-    package static func waitForExit(_ pid: pid_t) -> Int32 {
-        var status: Int32 = 0
-        while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        return exitStatus(status)
-    }
-
-    /// The exit status of a raw wait status.
-    package static func exitStatus(_ status: Int32) -> Int32 {
-        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    }
+    package static func waitForExit(_ pid: pid_t) -> Int32 { TouchstonePOSIX.ChildSpawn.waitForExit(pid) }
 }

@@ -1,4 +1,5 @@
 import TouchstoneModel
+import TouchstonePOSIX
 import Foundation
 import TouchstoneTPM
 
@@ -119,7 +120,13 @@ package struct Swtpm: Sendable {
     // MARK: - Process helpers
 
     static func isAlive(_ pid: Int32) -> Bool {
-        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        do {
+            _ = try valueOrErrno(retryOnInterrupt: false) { kill(pid, 0) }
+        } catch .notPermitted {
+            // Alive, and someone else's.
+        } catch {
+            return false
+        }
         // A zombie (exited, not yet reaped by its new parent) is not alive.
         guard let stat = readProcFile("/proc/\(pid)/stat"), let close = stat.lastIndex(of: ")") else { return true }
         let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
@@ -135,17 +142,6 @@ package struct Swtpm: Sendable {
             if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
         }
         return nil
-    }
-
-    /// Sets FD_CLOEXEC on every descriptor above stderr (the TSS's sockets,
-    /// Foundation's pipes), so a spawned daemon inherits none of them.
-    /// (glibc's posix_spawn_file_actions_addclosefrom_np does not import.)
-    static func markDescriptorsCloseOnExec() {
-        guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd") else { return }
-        for fd in entries.compactMap(Int32.init) where fd > 2 {
-            let flags = fcntl(fd, F_GETFD)
-            if flags >= 0 { _ = fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
-        }
     }
 
     /// Runs a program to completion and returns its exit status. Its
@@ -174,7 +170,12 @@ package struct Swtpm: Sendable {
         // coreutils' env changes the directory instead.
         let (program, list) = directory.map { ("/usr/bin/env", ["-C", $0, executable] + arguments) }
             ?? (executable, arguments)
-        let pid = try ChildSpawn.start(program, list, actions: &actions, environment: environment)
-        return ChildSpawn.waitForExit(pid)
+        let pid: pid_t
+        do {
+            pid = try TouchstonePOSIX.ChildSpawn.start(program, list, actions: &actions, environment: environment)
+        } catch {
+            throw .didNotStart(error.description)
+        }
+        return TouchstonePOSIX.ChildSpawn.waitForExit(pid)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import TouchstoneModel
+import TouchstonePOSIX
 
 /// The control socket of one libfprint virtual reader (virtual_device or
 /// virtual_device_storage): how tests and the simulator "touch" it. libfprint is the
@@ -17,9 +18,8 @@ package struct VirtualReaderSocket: Sendable {
     package func send(_ command: String, wait: Duration = .seconds(10)) async throws -> String {
         let deadline = ContinuousClock.now + wait
         while true {
-            if let fd = try connectOnce() {
-                defer { close(fd) }
-                return try exchange(fd, command)
+            if let connection = try connectOnce() {
+                return try exchange(connection, command)
             }
             guard ContinuousClock.now < deadline else {
                 throw VirtualReaderSocketError("virtual reader socket \(path) did not accept within \(wait)")
@@ -28,39 +28,41 @@ package struct VirtualReaderSocket: Sendable {
         }
     }
 
-    /// One connection attempt: the descriptor, or nil when nobody listens yet.
-    private func connectOnce() throws -> Int32? {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw VirtualReaderSocketError("socket(): errno \(errno)") }
-        guard let result = withUnixSocketAddress(path, { connect(fd, $0, $1) }) else {
-            close(fd)
+    /// One connection attempt: the socket, or nil when nobody listens yet.
+    private func connectOnce() throws -> OwnedDescriptor? {
+        let connection: OwnedDescriptor
+        do { connection = try .unixStreamSocket() } catch { throw VirtualReaderSocketError("socket(): \(error)") }
+        do {
+            try connection.connect(unixSocket: path)
+        } catch .fileNameTooLong {
             throw VirtualReaderSocketError("socket path too long: \(path)")
+        } catch .noSuchFileOrDirectory, .connectionRefused {
+            return nil
+        } catch {
+            throw VirtualReaderSocketError("connect(\(path)): \(error) (errno \(error.rawValue))")
         }
-        if result == 0 { return fd }
-        let code = errno
-        close(fd)
-        if code == ENOENT || code == ECONNREFUSED { return nil }
-        throw VirtualReaderSocketError("connect(\(path)): errno \(code)")
+        return connection
     }
 
     /// Writes the command, half-closes, reads to EOF (5 s receive timeout).
-    private func exchange(_ fd: Int32, _ command: String) throws -> String {
-        var timeout = timeval(tv_sec: 5, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        let bytes = Array(command.utf8)
-        var sent = 0
-        while sent < bytes.count {
-            let n = bytes[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw VirtualReaderSocketError("write to \(path): errno \(errno)") }
-            sent += n
+    private func exchange(_ connection: borrowing OwnedDescriptor, _ command: String) throws -> String {
+        try? connection.setOption(SOL_SOCKET, SO_RCVTIMEO, timeval(tv_sec: 5, tv_usec: 0))
+        do {
+            try Array(command.utf8).withUnsafeBytes { bytes in try connection.writeAll(bytes) }
+        } catch {
+            throw VirtualReaderSocketError("write to \(path): \(error)")
         }
-        shutdown(fd, Int32(SHUT_WR))
+        try? connection.shutdown(SHUT_WR)
         var reply: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 1024)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            let n: Int
+            do {
+                n = try buffer.withUnsafeMutableBytes { bytes in try connection.read(into: bytes) }
+            } catch {
+                throw VirtualReaderSocketError("read from \(path): \(error)")
+            }
             if n == 0 { break }
-            guard n > 0 else { throw VirtualReaderSocketError("read from \(path): errno \(errno)") }
             reply.append(contentsOf: buffer[0..<n])
         }
         return String(decoding: reply, as: UTF8.self)

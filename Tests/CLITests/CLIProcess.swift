@@ -1,5 +1,5 @@
 import Foundation
-import TouchstoneSimulator
+import TouchstonePOSIX
 import Glibc
 import TestRigs
 import TouchstoneTPM

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-import TouchstoneSimulator
+import TouchstonePOSIX
 
 /// A pseudo-terminal of a test's: the master end to type into and to read
 /// what the terminal shows (echoes, a program's prompts), and the slave

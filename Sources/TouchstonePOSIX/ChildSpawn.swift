@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A child process that did not start: the program, and the C library's
+/// reason (posix_spawn's error number; ENOENT for a missing program).
+package struct SpawnError: Error, Sendable, Hashable, CustomStringConvertible {
+    package let executable: String
+    package let errno: Errno
+
+    package init(executable: String, errno: Errno) {
+        self.executable = executable
+        self.errno = errno
+    }
+
+    /// "cannot run /usr/bin/x: No such file or directory".
+    package var description: String { "cannot run \(executable): \(errno)" }
+}
+
+/// posix_spawn with the settings every child of Touchstone needs: no signal
+/// blocked and default handlers (the caller may be a Dispatch worker that
+/// blocks them all, and a child inheriting that mask would ignore SIGTERM),
+/// no inherited descriptor above stderr unless a file action maps it, and an
+/// optional new session (no controlling terminal). Used by the simulator
+/// (swtpm and its tools), the Secret Service's pinentry, the benchmark and
+/// the end-to-end tests.
+package enum ChildSpawn {
+    /// Starts `executable` with `arguments` (argv[0] is added), the file
+    /// actions the caller set up, and `environment` (nil: this process's).
+    package static func start(_ executable: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t,
+                              environment: [String: String]? = nil, newSession: Bool = false) throws(SpawnError) -> pid_t {
+        try start(executable, bytes: arguments.map { Array($0.utf8) }, actions: &actions,
+                  environment: environment, newSession: newSession)
+    }
+
+    /// The same with each argument given as its bytes, which need not be
+    /// UTF-8 (argv is bytes: the end-to-end tests pass undecodable ones).
+    package static func start(_ executable: String, bytes arguments: [[UInt8]], actions: inout posix_spawn_file_actions_t,
+                              environment: [String: String]? = nil, newSession: Bool = false) throws(SpawnError) -> pid_t {
+        markDescriptorsCloseOnExec()
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGPIPE, SIGCHLD] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        let setsid: Int32 = newSession ? 0x80 : 0  // POSIX_SPAWN_SETSID (glibc), a macro Swift does not import
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | setsid))
+
+        let argv: [UnsafeMutablePointer<CChar>?] = ([Array(executable.utf8)] + arguments).map { bytes in
+            let copy = UnsafeMutablePointer<CChar>.allocate(capacity: bytes.count + 1)
+            for (i, byte) in bytes.enumerated() { copy[i] = CChar(bitPattern: byte) }
+            copy[bytes.count] = 0
+            return copy
+        } + [nil]
+        defer { argv.forEach { $0?.deallocate() } }
+        let envp: [UnsafeMutablePointer<CChar>?]? = environment.map { $0.map { strdup("\($0.key)=\($0.value)") } + [nil] }
+        defer { envp?.forEach { free($0) } }
+        var pid: pid_t = 0
+        // posix_spawn returns its error number rather than setting errno.
+        let rc = envp.map { e in e.withUnsafeBufferPointer { posix_spawn(&pid, executable, &actions, &attributes, argv, $0.baseAddress) } }
+            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+        guard rc == 0 else { throw SpawnError(executable: executable, errno: Errno(rawValue: rc)) }
+        return pid
+    }
+
+    /// Waits for `pid` and returns its exit status, or 128 + the signal that
+    /// killed it (WIFEXITED / WEXITSTATUS are macros: decoded by hand). A pid
+    /// that is not this process's child (ECHILD) reads as 0.
+    package static func waitForExit(_ pid: pid_t) -> Int32 {
+        var status: Int32 = 0
+        _ = try? valueOrErrno(retryOnInterrupt: true) { waitpid(pid, &status, 0) }
+        return exitStatus(status)
+    }
+
+    /// The exit status of a raw wait status.
+    package static func exitStatus(_ status: Int32) -> Int32 {
+        status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
+    }
+
+    /// Sets FD_CLOEXEC on every descriptor above stderr (the TSS's sockets,
+    /// Foundation's pipes), so a spawned child inherits none of them.
+    /// (glibc's posix_spawn_file_actions_addclosefrom_np does not import.)
+    package static func markDescriptorsCloseOnExec() {
+        guard let directory = opendir("/proc/self/fd") else { return }
+        defer { closedir(directory) }
+        let listing = dirfd(directory)
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
+            }
+            guard let fd = Int32(name), fd > 2, fd != listing else { continue }
+            // Another thread may close a descriptor between the listing and
+            // here: EBADF is no bug then, and nothing to mark.
+            guard let flags = try? valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true, { fcntl(fd, F_GETFD) })
+            else { continue }
+            _ = try? valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
+        }
+    }
+}
