@@ -34,20 +34,28 @@ enum BackendFailure: Error {
     /// An error that is public already.
     case authentication(AuthenticationError)
 
+    /// The one reading of an error whose type is not known here. The
+    /// backends throw typed errors (`TPMError`, `VaultError`,
+    /// `FingerprintError`), each read by its own initialiser below; an
+    /// untyped error still arrives where an engine body runs several
+    /// backends and its own checks in one closure (`keychain { }`,
+    /// `device { }`, `authentication { }` and the `try` sites they wrap in
+    /// Engine/*.swift, AuthenticationContext, GateStore): it is one of
+    /// those, or the engine's own `BackendFailure` or `AuthenticationError`,
+    /// the simulator's `SimulatorError`, or a task's `CancellationError`.
     init(_ error: any Error) {
         switch error {
         case let failure as BackendFailure: self = failure
         case let error as AuthenticationError: self = .authentication(error)
-        case let error as VaultError: self = Self(vault: error)
-        case let error as TPMError: self = Self(tpm: error)
-        case let error as FingerprintError: self = Self(reader: error)
+        case let error as VaultError: self.init(vault: error)
+        case let error as TPMError: self.init(tpm: error)
+        case let error as FingerprintError: self.init(reader: error)
         case let error as SimulatorError: self = .simulator(error)
-        case let failure as StorageFailure: self = .storage(failure)
-        case let failure as TPMFailure: self = .tpm(failure)
         case is CancellationError: self = .cancelled
         default:
-            // The backends throw only their own errors; anything else
-            // (a Foundation file error on the way) is a storage failure.
+            // None of the above throws anything else; should a Foundation
+            // error come through an engine body, the state on disk is what
+            // could not be used.
             self = .storage(StorageFailure(.database, "\(error)"))
         }
     }
@@ -65,7 +73,7 @@ enum BackendFailure: Error {
         case .futureSchema: self = .storage(StorageFailure(.newerFormat, error.description))
         case .storage(let failure): self = .storage(failure)
         case .invalidInput(let what): self = .invalidInput(what)
-        case .tpm(let error): self = Self(tpm: error)
+        case .tpm(let error): self.init(tpm: error)
         case .fingersTampered: self = .corrupted(error.description)
         case .concurrentChange: self = .storage(StorageFailure(.database, error.description))
         }
@@ -77,7 +85,9 @@ enum BackendFailure: Error {
         case .lockout(let seconds): self = .passcodeLockout(retryAfterSeconds: seconds)
         case .enrollmentChanged: self = .itemInvalidated
         case .corruptedBlob, .nvIndexReplaced, .passcodeChanged: self = .corrupted(error.description)
-        default: self = .tpm(error.failure)
+        case .unreachable, .permissionDenied, .bootStateChanged, .foreignBlob, .branchNotAvailable,
+             .storageKeyMismatch, .enrollmentIndexMissing, .nvIndexInUse, .outOfMemory, .invalidArgument, .other:
+            self = .tpm(error.failure)
         }
     }
 

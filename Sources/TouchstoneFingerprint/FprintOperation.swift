@@ -19,7 +19,7 @@ final class FprintOperation: @unchecked Sendable {
     let cancellable: UnsafeMutablePointer<GCancellable>
     private let timeoutMilliseconds: UInt32
     private let events: ScanEventHandler
-    private var continuation: CheckedContinuation<Outcome, any Error>?
+    private var continuation: CheckedContinuation<Result<Outcome, FingerprintError>, Never>?
     private var timeoutSource: UnsafeMutablePointer<GSource>?
     private var timedOut = false
     private var finished = false
@@ -38,7 +38,7 @@ final class FprintOperation: @unchecked Sendable {
     var isCancelled: Bool { g_cancellable_is_cancelled(cancellable) != 0 }
 
     /// Attaches the waiting task and starts the timeout clock.
-    func begin(_ continuation: CheckedContinuation<Outcome, any Error>) {
+    func begin(_ continuation: CheckedContinuation<Result<Outcome, FingerprintError>, Never>) {
         assert(FprintThread.shared.isCurrent, "libfprint operations run on the libfprint thread")
         self.continuation = continuation
         armTimeout()
@@ -117,7 +117,7 @@ final class FprintOperation: @unchecked Sendable {
         guard !finished else { return }
         finished = true
         disarmTimeout()
-        continuation?.resume(with: result.mapError { $0 as any Error })
+        continuation?.resume(returning: result)
         continuation = nil
     }
 }
