@@ -1,4 +1,5 @@
 internal import CFPrint
+import TouchstoneGLib
 
 /// One libfprint operation in flight: its GCancellable, its timeout and the
 /// continuation of the Swift task waiting for it.
@@ -20,7 +21,7 @@ final class FprintOperation: @unchecked Sendable {
     private let timeoutMilliseconds: UInt32
     private let events: ScanEventHandler
     private var continuation: CheckedContinuation<Result<Outcome, FingerprintError>, Never>?
-    private var timeoutSource: UnsafeMutablePointer<GSource>?
+    private var timeout: GLibTimeout?
     private var timedOut = false
     private var finished = false
 
@@ -39,7 +40,7 @@ final class FprintOperation: @unchecked Sendable {
 
     /// Attaches the waiting task and starts the timeout clock.
     func begin(_ continuation: CheckedContinuation<Result<Outcome, FingerprintError>, Never>) {
-        assert(FprintThread.shared.isCurrent, "libfprint operations run on the libfprint thread")
+        assert(GLibLoopThread.libfprint.isCurrent, "libfprint operations run on the libfprint thread")
         self.continuation = continuation
         armTimeout()
     }
@@ -48,18 +49,15 @@ final class FprintOperation: @unchecked Sendable {
     private func armTimeout() {
         disarmTimeout()
         guard !finished else { return }
-        timeoutSource = FprintThread.shared.addTimeout(milliseconds: timeoutMilliseconds) { [self] in
+        timeout = GLibLoopThread.libfprint.addTimeout(milliseconds: timeoutMilliseconds) { [self] in
             timedOut = true
             g_cancellable_cancel(cancellable)
         }
     }
 
     private func disarmTimeout() {
-        if let source = timeoutSource {
-            g_source_destroy(source)
-            g_source_unref(source)
-            timeoutSource = nil
-        }
+        timeout?.cancel()
+        timeout = nil
     }
 
     /// Reports a stage or retry to the caller and restarts the timeout.
@@ -113,7 +111,7 @@ final class FprintOperation: @unchecked Sendable {
     }
 
     private func complete(_ result: Result<Outcome, FingerprintError>) {
-        assert(FprintThread.shared.isCurrent, "libfprint operations end on the libfprint thread")
+        assert(GLibLoopThread.libfprint.isCurrent, "libfprint operations end on the libfprint thread")
         guard !finished else { return }
         finished = true
         disarmTimeout()

@@ -1,9 +1,10 @@
 internal import CFPrint
+import TouchstoneGLib
 
 /// The `FingerprintReader` over libfprint: real USB/SPI readers and, when
 /// configured, libfprint's virtual readers.
 ///
-/// All libfprint work runs on `FprintThread` (one thread per process); this
+/// All libfprint work runs on `GLibLoopThread.libfprint` (one thread per process); this
 /// type only packages requests for it and waits. Each instance has its own
 /// libfprint context, created and enumerated on first use. Readers are opened
 /// on first use and stay open (claimed) until `close()` or until the instance
@@ -33,7 +34,7 @@ package final class LibfprintReader: FingerprintReader {
     }
 
     private let session: FprintSession
-    private let thread = FprintThread.shared
+    private let thread = GLibLoopThread.libfprint
 
     /// A backend for the readers attached to this machine, plus the virtual
     /// readers in `virtualReaders`, if any.
