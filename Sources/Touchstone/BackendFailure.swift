@@ -6,7 +6,7 @@ import TouchstoneVault
 /// classified here, once; the public errors (`AuthenticationError`,
 /// `KeychainError`, `DeviceError`) are each built from this classification,
 /// so a backend error means the same whichever call it surfaced through.
-enum BackendFailure: Error {
+package enum BackendFailure: Error {
     case wrongPasscode
     case passcodeLockout(retryAfterSeconds: UInt32?)
     case passcodeNotSet
@@ -60,7 +60,7 @@ enum BackendFailure: Error {
         }
     }
 
-    init(vault error: VaultError) {
+    package init(vault error: VaultError) {
         switch error {
         case .itemNotFound: self = .itemNotFound
         case .duplicateItem: self = .duplicateItem
@@ -79,7 +79,7 @@ enum BackendFailure: Error {
         }
     }
 
-    init(tpm error: TPMError) {
+    package init(tpm error: TPMError) {
         switch error {
         case .wrongPasscode: self = .wrongPasscode
         case .lockout(let seconds): self = .passcodeLockout(retryAfterSeconds: seconds)
@@ -91,7 +91,7 @@ enum BackendFailure: Error {
         }
     }
 
-    init(reader error: FingerprintError) {
+    package init(reader error: FingerprintError) {
         switch error {
         case .cancelled: self = .cancelled
         case .timedOut: self = .timedOut
@@ -112,7 +112,7 @@ extension AuthenticationError {
     /// The authentication view. Item and enrolment outcomes do not arise
     /// while authenticating; should one, it is reported as the stored data
     /// not matching what the authentication found.
-    init(_ failure: BackendFailure) {
+    package init(_ failure: BackendFailure) {
         switch failure {
         case .wrongPasscode: self = .authenticationFailed
         case .passcodeLockout(let seconds): self = .passcodeLockout(retryAfterSeconds: seconds)
@@ -136,7 +136,7 @@ extension AuthenticationError {
 }
 
 extension KeychainError {
-    init(_ failure: BackendFailure) {
+    package init(_ failure: BackendFailure) {
         switch failure {
         case .wrongPasscode: self = .authFailed
         case .itemNotFound: self = .itemNotFound
@@ -160,7 +160,7 @@ extension KeychainError {
 }
 
 extension DeviceError {
-    init(_ failure: BackendFailure) {
+    package init(_ failure: BackendFailure) {
         switch failure {
         case .passcodeAlreadySet: self = .passcodeAlreadySet
         case .invalidInput(let what): self = .invalidPasscode(what)
