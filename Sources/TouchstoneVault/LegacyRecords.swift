@@ -17,7 +17,7 @@ extension Vault {
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        do {
+        do {  // JSONDecoder throws untyped errors: any of them is damage
             return try decoder.decode(ItemAttributes.self, from: Data(plain))
         } catch {
             throw VaultError.corrupted("an item's attributes do not parse")
