@@ -57,6 +57,10 @@ let package = Package(
             pkgConfig: "libfprint-2",
             providers: [.apt(["libfprint-2-dev", "libglib2.0-dev"])]),
         .systemLibrary(
+            name: "CGLib", path: "Sources/CGLib",
+            pkgConfig: "glib-2.0",
+            providers: [.apt(["libglib2.0-dev"])]),
+        .systemLibrary(
             name: "CGio", path: "Sources/CGio",
             pkgConfig: "gio-2.0",
             providers: [.apt(["libglib2.0-dev"])]),
@@ -87,7 +91,9 @@ let package = Package(
         // Backends: `package` access, C modules imported internally.
         .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "TouchstoneModel", "CTSSCryptoContext"],
                 swiftSettings: testSupport),
-        .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure", "TouchstoneModel"]),
+        // A GLib main context on a thread of its own (libfprint's, GDBus's).
+        .target(name: "TouchstoneGLib", dependencies: ["CGLib", "TouchstoneSecure"]),
+        .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure", "TouchstoneModel", "TouchstoneGLib"]),
         .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel"],
                 swiftSettings: testSupport),
         // The simulator (swtpm + libfprint's virtual reader), shared with the test rigs.
@@ -98,7 +104,7 @@ let package = Package(
         .target(name: "TouchstoneClient", dependencies: ["TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure"]),
         // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
         // own, names, exported objects, signals, calls (the D-Bus front ends).
-        .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure"]),
+        .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure", "TouchstoneGLib"]),
         // The Secret Service provider (`touchstone secret-service`): its
         // objects over the public API, sessions (plain, and encrypted with
         // OpenSSL's DH, HKDF and AES), prompts, pinentry, notifications.

@@ -6,7 +6,7 @@ import TouchstoneVault
 /// classified here, once; the public errors (`AuthenticationError`,
 /// `KeychainError`, `DeviceError`) are each built from this classification,
 /// so a backend error means the same whichever call it surfaced through.
-enum BackendFailure: Error {
+package enum BackendFailure: Error {
     case wrongPasscode
     case passcodeLockout(retryAfterSeconds: UInt32?)
     case passcodeNotSet
@@ -34,25 +34,33 @@ enum BackendFailure: Error {
     /// An error that is public already.
     case authentication(AuthenticationError)
 
+    /// The one reading of an error whose type is not known here. The
+    /// backends throw typed errors (`TPMError`, `VaultError`,
+    /// `FingerprintError`), each read by its own initialiser below; an
+    /// untyped error still arrives where an engine body runs several
+    /// backends and its own checks in one closure (`keychain { }`,
+    /// `device { }`, `authentication { }` and the `try` sites they wrap in
+    /// Engine/*.swift, AuthenticationContext, GateStore): it is one of
+    /// those, or the engine's own `BackendFailure` or `AuthenticationError`,
+    /// the simulator's `SimulatorError`, or a task's `CancellationError`.
     init(_ error: any Error) {
         switch error {
         case let failure as BackendFailure: self = failure
         case let error as AuthenticationError: self = .authentication(error)
-        case let error as VaultError: self = Self(vault: error)
-        case let error as TPMError: self = Self(tpm: error)
-        case let error as FingerprintError: self = Self(reader: error)
+        case let error as VaultError: self.init(vault: error)
+        case let error as TPMError: self.init(tpm: error)
+        case let error as FingerprintError: self.init(reader: error)
         case let error as SimulatorError: self = .simulator(error)
-        case let failure as StorageFailure: self = .storage(failure)
-        case let failure as TPMFailure: self = .tpm(failure)
         case is CancellationError: self = .cancelled
         default:
-            // The backends throw only their own errors; anything else
-            // (a Foundation file error on the way) is a storage failure.
+            // None of the above throws anything else; should a Foundation
+            // error come through an engine body, the state on disk is what
+            // could not be used.
             self = .storage(StorageFailure(.database, "\(error)"))
         }
     }
 
-    init(vault error: VaultError) {
+    package init(vault error: VaultError) {
         switch error {
         case .itemNotFound: self = .itemNotFound
         case .duplicateItem: self = .duplicateItem
@@ -65,23 +73,25 @@ enum BackendFailure: Error {
         case .futureSchema: self = .storage(StorageFailure(.newerFormat, error.description))
         case .storage(let failure): self = .storage(failure)
         case .invalidInput(let what): self = .invalidInput(what)
-        case .tpm(let error): self = Self(tpm: error)
+        case .tpm(let error): self.init(tpm: error)
         case .fingersTampered: self = .corrupted(error.description)
         case .concurrentChange: self = .storage(StorageFailure(.database, error.description))
         }
     }
 
-    init(tpm error: TPMError) {
+    package init(tpm error: TPMError) {
         switch error {
         case .wrongPasscode: self = .wrongPasscode
         case .lockout(let seconds): self = .passcodeLockout(retryAfterSeconds: seconds)
         case .enrollmentChanged: self = .itemInvalidated
         case .corruptedBlob, .nvIndexReplaced, .passcodeChanged: self = .corrupted(error.description)
-        default: self = .tpm(error.failure)
+        case .unreachable, .permissionDenied, .bootStateChanged, .foreignBlob, .branchNotAvailable,
+             .storageKeyMismatch, .enrollmentIndexMissing, .nvIndexInUse, .outOfMemory, .invalidArgument, .other:
+            self = .tpm(error.failure)
         }
     }
 
-    init(reader error: FingerprintError) {
+    package init(reader error: FingerprintError) {
         switch error {
         case .cancelled: self = .cancelled
         case .timedOut: self = .timedOut
@@ -102,7 +112,7 @@ extension AuthenticationError {
     /// The authentication view. Item and enrolment outcomes do not arise
     /// while authenticating; should one, it is reported as the stored data
     /// not matching what the authentication found.
-    init(_ failure: BackendFailure) {
+    package init(_ failure: BackendFailure) {
         switch failure {
         case .wrongPasscode: self = .authenticationFailed
         case .passcodeLockout(let seconds): self = .passcodeLockout(retryAfterSeconds: seconds)
@@ -126,7 +136,7 @@ extension AuthenticationError {
 }
 
 extension KeychainError {
-    init(_ failure: BackendFailure) {
+    package init(_ failure: BackendFailure) {
         switch failure {
         case .wrongPasscode: self = .authFailed
         case .itemNotFound: self = .itemNotFound
@@ -150,7 +160,7 @@ extension KeychainError {
 }
 
 extension DeviceError {
-    init(_ failure: BackendFailure) {
+    package init(_ failure: BackendFailure) {
         switch failure {
         case .passcodeAlreadySet: self = .passcodeAlreadySet
         case .invalidInput(let what): self = .invalidPasscode(what)

@@ -1,5 +1,6 @@
 internal import CGio
 import Foundation
+import TouchstoneGLib
 import TouchstoneSecure
 
 /// What went wrong on the bus.
@@ -122,12 +123,12 @@ extension DBusObject {
 }
 
 /// A connection to a message bus (the session bus, or a private one by
-/// address) on its own `DBusThread`: names owned, objects exported,
+/// address) on its own `GLibLoopThread`: names owned, objects exported,
 /// signals emitted, methods called.
 package final class DBusBus: @unchecked Sendable {
     // @unchecked Sendable: `connection` is set once; GDBus connections are
     // thread-safe; registrations are made and dropped on `thread`.
-    package let thread: DBusThread
+    package let thread: GLibLoopThread
     let connection: OpaquePointer
     let registrations = Locked<[UInt32: Unmanaged<Registration>]>([:])
     /// Subtree registrations (their state is released by GDBus).
@@ -140,7 +141,12 @@ package final class DBusBus: @unchecked Sendable {
     /// Connects to the bus at `address` (a D-Bus address), or the session
     /// bus (DBUS_SESSION_BUS_ADDRESS) when nil.
     package init(address: String? = nil) async throws {
-        let thread = DBusThread()
+        // A main context of its own: GDBus delivers a registered object's
+        // calls, a name's callbacks and a subscription's signals on the
+        // context that was the thread-default one when they were set up,
+        // and everything of a bus is set up on this thread. (GLib's
+        // default context is libfprint's thread's.)
+        let thread = GLibLoopThread(name: "touchstone-dbus", context: .own)
         self.thread = thread
         do {
             connection = try await thread.run { () throws(DBusError) -> ConnectionBox in
@@ -178,7 +184,7 @@ package final class DBusBus: @unchecked Sendable {
     /// called.
     package func close() async {
         let teardown = self.teardown()
-        _ = try? await thread.run { teardown() }
+        await thread.run { teardown() }
     }
 
     /// The work of `close`, to run on the bus thread, once.
@@ -341,7 +347,7 @@ package final class DBusBus: @unchecked Sendable {
     /// Takes down what `export` put up.
     package func unexport(_ ids: [UInt32]) async {
         let box = ConnectionBox(connection)
-        _ = try? await thread.run {
+        await thread.run {
             for id in ids {
                 if self.subtrees.withLock({ $0.remove(id) }) != nil {
                     _ = g_dbus_connection_unregister_subtree(box.connection, id)
@@ -390,7 +396,7 @@ package final class DBusBus: @unchecked Sendable {
         let box = ConnectionBox(connection)
         let subscriber = Unmanaged.passRetained(Subscriber(handler))
         let subscriptions = self.subscriptions
-        _ = try await thread.run {
+        await thread.run {
             let id = g_dbus_connection_signal_subscribe(box.connection, sender, interface, member, path, nil, G_DBUS_SIGNAL_FLAGS_NONE,
                                                { _, _, _, _, _, parameters, data in
                 Unmanaged<Subscriber>.fromOpaque(data!).takeUnretainedValue().handler(DBusValue(parameters!).tupleItems ?? [])

@@ -9,20 +9,20 @@ import TouchstoneSecure
 package protocol EnrollmentStore: Sendable {
     /// Fingers with a record for `user` on `reader`, sorted, readable or
     /// not (a corrupt record still occupies its finger).
-    func fingers(user: String, reader: ReaderIdentity) throws -> [Finger]
+    func fingers(user: String, reader: ReaderIdentity) throws(FingerprintError) -> [Finger]
 
     /// The print stored for `finger`.
-    func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws -> EnrolledPrint
+    func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws(FingerprintError) -> EnrolledPrint
 
     /// Stores `print` (replacing any print for the same finger).
-    func save(_ print: EnrolledPrint, user: String) throws
+    func save(_ print: EnrolledPrint, user: String) throws(FingerprintError)
 
     /// Removes the print for `finger`; `.notEnrolled` when there is none.
-    func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws
+    func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws(FingerprintError)
 
     /// The epoch drawn at the last enrolment change, `nil` if there was none.
-    func epoch(user: String, reader: ReaderIdentity) throws -> SecureBytes?
+    func epoch(user: String, reader: ReaderIdentity) throws(FingerprintError) -> SecureBytes?
 
     /// Replaces the epoch.
-    func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws
+    func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws(FingerprintError)
 }

@@ -1,6 +1,7 @@
 internal import CSodium
 import Foundation
 import Glibc
+import Synchronization
 import TouchstoneSecure
 
 /// An `EnrollmentStore` in plain files:
@@ -17,7 +18,7 @@ import TouchstoneSecure
 package final class FileEnrollmentStore: EnrollmentStore {
     /// The state directory given by the caller.
     package let root: URL
-    private let lock = NSLock()
+    private let lock = Mutex(())
 
     /// Record layout: magic, 32-byte checksum, print data.
     static let magic: [UInt8] = Array("TSP1".utf8)
@@ -26,12 +27,12 @@ package final class FileEnrollmentStore: EnrollmentStore {
 
     /// A store rooted at `root` (created 0700 if missing; on a read-only
     /// file system a missing root is an empty store).
-    package init(root: URL) throws {
+    package init(root: URL) throws(FingerprintError) {
         self.root = root
         try Self.makeDirectory(root.path)
     }
 
-    package func fingers(user: String, reader: ReaderIdentity) throws -> [Finger] {
+    package func fingers(user: String, reader: ReaderIdentity) throws(FingerprintError) -> [Finger] {
         let dir = directory(user: user, reader: reader)
         let names = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
         return names.compactMap { name -> Finger? in
@@ -40,12 +41,12 @@ package final class FileEnrollmentStore: EnrollmentStore {
         }.sorted()
     }
 
-    package func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws -> EnrolledPrint {
+    package func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws(FingerprintError) -> EnrolledPrint {
         let path = recordPath(finger, user: user, reader: reader)
         let bytes: [UInt8]
-        do {
-            bytes = try lock.withLock { try Self.readFile(path) }
-        } catch let error as POSIXError where error.code == .ENOENT {
+        do throws(POSIXError) {
+            bytes = try lock.withLock { _ throws(POSIXError) in try Self.readFile(path) }
+        } catch where error.code == .ENOENT {
             throw FingerprintError.notEnrolled(finger)
         } catch {
             throw FingerprintError.corruptRecord(finger: finger, reason: "cannot read \(path): \(error)")
@@ -64,21 +65,21 @@ package final class FileEnrollmentStore: EnrollmentStore {
         return EnrolledPrint(finger: finger, reader: reader, data: data)
     }
 
-    package func save(_ print: EnrolledPrint, user: String) throws {
+    package func save(_ print: EnrolledPrint, user: String) throws(FingerprintError) {
         guard !print.data.isEmpty else {
             throw FingerprintError.invalidPrint(finger: print.finger, reason: "the print data is empty")
         }
         let dir = directory(user: user, reader: print.reader)
         let record = Self.magic + Self.checksum(print.data) + print.data
-        try lock.withLock {
+        try lock.withLock { _ throws(FingerprintError) in
             try makeDirectories(down: dir)
             try Self.writeAtomically(record, to: recordPath(print.finger, user: user, reader: print.reader))
         }
     }
 
-    package func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws {
+    package func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws(FingerprintError) {
         let path = recordPath(finger, user: user, reader: reader)
-        try lock.withLock {
+        try lock.withLock { _ throws(FingerprintError) in
             guard unlink(path) == 0 else {
                 if errno == ENOENT { throw FingerprintError.notEnrolled(finger) }
                 throw FingerprintError.storage(reason: "cannot remove \(path): \(String(cString: strerror(errno)))")
@@ -87,12 +88,12 @@ package final class FileEnrollmentStore: EnrollmentStore {
         }
     }
 
-    package func epoch(user: String, reader: ReaderIdentity) throws -> SecureBytes? {
+    package func epoch(user: String, reader: ReaderIdentity) throws(FingerprintError) -> SecureBytes? {
         let path = directory(user: user, reader: reader).appendingPathComponent("epoch").path
         var bytes: [UInt8]
-        do {
-            bytes = try lock.withLock { try Self.readFile(path) }
-        } catch let error as POSIXError where error.code == .ENOENT {
+        do throws(POSIXError) {
+            bytes = try lock.withLock { _ throws(POSIXError) in try Self.readFile(path) }
+        } catch where error.code == .ENOENT {
             return nil
         } catch {
             throw FingerprintError.storage(reason: "cannot read \(path): \(error)")
@@ -104,12 +105,12 @@ package final class FileEnrollmentStore: EnrollmentStore {
         return SecureBytes(consuming: &bytes)
     }
 
-    package func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws {
+    package func setEpoch(_ epoch: SecureBytes, user: String, reader: ReaderIdentity) throws(FingerprintError) {
         precondition(epoch.count == Self.epochLength, "an epoch is \(Self.epochLength) bytes")
         let dir = directory(user: user, reader: reader)
         var bytes = epoch.withUnsafeBytes { Array($0) }
         defer { secureWipe(&bytes) }
-        try lock.withLock {
+        try lock.withLock { _ throws(FingerprintError) in
             try makeDirectories(down: dir)
             try Self.writeAtomically(bytes, to: dir.appendingPathComponent("epoch").path)
         }
@@ -145,7 +146,7 @@ package final class FileEnrollmentStore: EnrollmentStore {
 
     // MARK: Files
 
-    private func makeDirectories(down dir: URL) throws {
+    private func makeDirectories(down dir: URL) throws(FingerprintError) {
         // root / user / driver / device id, each 0700.
         var chain: [URL] = []
         var current = dir
@@ -156,7 +157,7 @@ package final class FileEnrollmentStore: EnrollmentStore {
         for url in chain.reversed() { try Self.makeDirectory(url.path) }
     }
 
-    private static func makeDirectory(_ path: String) throws {
+    private static func makeDirectory(_ path: String) throws(FingerprintError) {
         if mkdir(path, 0o700) != 0 {
             // On a read-only file system a missing folder holds no print:
             // the store reads as empty there, and a write fails on its own.
@@ -169,7 +170,7 @@ package final class FileEnrollmentStore: EnrollmentStore {
         chmod(path, 0o700)  // whatever the umask
     }
 
-    private static func readFile(_ path: String) throws -> [UInt8] {
+    private static func readFile(_ path: String) throws(POSIXError) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
         defer { close(fd) }
@@ -188,7 +189,7 @@ package final class FileEnrollmentStore: EnrollmentStore {
     }
 
     /// temp file (0600) + write + fsync + rename + fsync of the directory.
-    private static func writeAtomically(_ bytes: [UInt8], to path: String) throws {
+    private static func writeAtomically(_ bytes: [UInt8], to path: String) throws(FingerprintError) {
         let dir = (path as NSString).deletingLastPathComponent
         let temp = dir + "/.tmp-" + UUID().uuidString
         let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)

@@ -22,7 +22,7 @@ package struct ReaderSession: Sendable {
     /// reader without it; the caller's set still names it until changed).
     package func capture(_ finger: Finger, replacing existing: EnrolledPrint? = nil,
                          timeout: Duration = FingerprintTimeout.enrollTouch,
-                         events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint {
+                         events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> EnrolledPrint {
         if reader.storesPrintsOnDevice, let existing { try await deleteFromDevice(existing) }
         return try await backend.enroll(finger, username: user, on: reader.identity, timeout: timeout, events: events)
     }
@@ -32,7 +32,7 @@ package struct ReaderSession: Sendable {
     /// against the first and compare the scan with the rest (see
     /// `LibfprintReader.verifyAny`).
     package func match(among prints: [EnrolledPrint], timeout: Duration = FingerprintTimeout.touch,
-                       events: @escaping ScanEventHandler = { _ in }) async throws -> Finger? {
+                       events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> Finger? {
         guard !prints.isEmpty else { throw FingerprintError.nothingEnrolled }
         if reader.canIdentify {
             return try await backend.identify(among: prints, on: reader.identity, timeout: timeout, events: events)?.finger
@@ -42,7 +42,7 @@ package struct ReaderSession: Sendable {
 
     /// Deletes `print` from a match-on-chip reader (nothing to do when it
     /// is gone already).
-    package func deleteFromDevice(_ print: EnrolledPrint) async throws {
+    package func deleteFromDevice(_ print: EnrolledPrint) async throws(FingerprintError) {
         do {
             try await backend.deleteDevicePrint(DevicePrint(print, username: user))
         } catch FingerprintError.dataNotFound {
@@ -76,7 +76,7 @@ package final class FingerprintEnrollment: Sendable {
     }
 
     /// The enrolled fingers, sorted by fprintd name.
-    package func enrolledFingers() throws -> [Finger] {
+    package func enrolledFingers() throws(FingerprintError) -> [Finger] {
         try store.fingers(user: user, reader: reader.identity)
     }
 
@@ -88,7 +88,7 @@ package final class FingerprintEnrollment: Sendable {
     /// finger not enrolled.
     @discardableResult
     package func enroll(_ finger: Finger, timeout: Duration = FingerprintTimeout.enrollTouch,
-                       events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint {
+                       events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> EnrolledPrint {
         if reader.storesPrintsOnDevice, try enrolledFingers().contains(finger) {
             try await remove(finger)
         }
@@ -101,7 +101,7 @@ package final class FingerprintEnrollment: Sendable {
     }
 
     /// Removes `finger` (from the reader too, on match-on-chip readers).
-    package func remove(_ finger: Finger) async throws {
+    package func remove(_ finger: Finger) async throws(FingerprintError) {
         guard try enrolledFingers().contains(finger) else { throw FingerprintError.notEnrolled(finger) }
         if reader.storesPrintsOnDevice, let print = try? store.load(finger, user: user, reader: reader.identity) {
             try await session.deleteFromDevice(print)
@@ -113,7 +113,7 @@ package final class FingerprintEnrollment: Sendable {
     /// Waits for a touch of `finger`: `true` on a match. A corrupt record
     /// throws `corruptRecord` naming the finger.
     package func verify(_ finger: Finger, timeout: Duration = FingerprintTimeout.touch,
-                       events: @escaping ScanEventHandler = { _ in }) async throws -> Bool {
+                       events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> Bool {
         let print = try store.load(finger, user: user, reader: reader.identity)
         return try await backend.verify(print, timeout: timeout, events: events)
     }
@@ -124,11 +124,11 @@ package final class FingerprintEnrollment: Sendable {
     /// the rest (see `LibfprintReader.verifyAny`). Unreadable records
     /// are skipped while at least one finger is readable.
     package func verifyAny(timeout: Duration = FingerprintTimeout.touch,
-                          events: @escaping ScanEventHandler = { _ in }) async throws -> Finger? {
+                          events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> Finger? {
         var prints: [EnrolledPrint] = []
-        var firstFailure: (any Error)?
+        var firstFailure: FingerprintError?
         for finger in try enrolledFingers() {
-            do { prints.append(try store.load(finger, user: user, reader: reader.identity)) }
+            do throws(FingerprintError) { prints.append(try store.load(finger, user: user, reader: reader.identity)) }
             catch { firstFailure = firstFailure ?? error }
         }
         guard !prints.isEmpty else {
@@ -141,13 +141,13 @@ package final class FingerprintEnrollment: Sendable {
     /// Reading never changes it. A corrupt record makes it unavailable
     /// (throws `corruptRecord`): better no value than one for a set that
     /// cannot be checked.
-    package func domainState() throws -> SecureBytes? {
+    package func domainState() throws(FingerprintError) -> SecureBytes? {
         guard let epoch = try store.epoch(user: user, reader: reader.identity) else { return nil }
-        let prints = try enrolledFingers().map { try store.load($0, user: user, reader: reader.identity) }
+        let prints = try enrolledFingers().map { finger throws(FingerprintError) in try store.load(finger, user: user, reader: reader.identity) }
         return DomainState.compute(reader: reader.identity, prints: prints, epoch: epoch)
     }
 
-    private func newEpoch() throws {
+    private func newEpoch() throws(FingerprintError) {
         try store.setEpoch(.random(count: 32), user: user, reader: reader.identity)
     }
 

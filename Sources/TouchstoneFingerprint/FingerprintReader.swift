@@ -11,37 +11,37 @@
 /// operation goes on. All errors thrown are `FingerprintError`.
 package protocol FingerprintReader: Sendable {
     /// The readers present now.
-    func readers() async throws -> [ReaderInfo]
+    func readers() async throws(FingerprintError) -> [ReaderInfo]
 
     /// Enrols `finger` on `reader`, reporting each stage and retry through
     /// `events`; returns the new print (already kept on the reader itself for
     /// match-on-chip readers).
     func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
-                timeout: Duration, events: @escaping ScanEventHandler) async throws -> EnrolledPrint
+                timeout: Duration, events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint
 
     /// Waits for a touch and checks it against `print`: `true` on a match,
     /// `false` on a different finger.
     func verify(_ print: EnrolledPrint, timeout: Duration,
-                events: @escaping ScanEventHandler) async throws -> Bool
+                events: @escaping ScanEventHandler) async throws(FingerprintError) -> Bool
 
     /// On a reader that cannot identify: waits for a touch and returns the
     /// print among `prints` it matches, or nil. The default checks the
     /// first print only, as fprintd does on such readers.
     func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
-                   events: @escaping ScanEventHandler) async throws -> EnrolledPrint?
+                   events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint?
 
     /// Waits for a touch and finds it among `prints` (all from `reader`):
     /// the matching print, or `nil` when none matches. Needs a reader that
     /// can identify (`ReaderInfo.canIdentify`).
     func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity, timeout: Duration,
-                  events: @escaping ScanEventHandler) async throws -> EnrolledPrint?
+                  events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint?
 
     /// The prints kept on a match-on-chip reader.
-    func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws -> [DevicePrint]
+    func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws(FingerprintError) -> [DevicePrint]
 
-    /// Deletes a print from a match-on-chip reader's storage; throws
+    /// Deletes a print from a match-on-chip reader's storage; throws(FingerprintError)
     /// `FingerprintError.dataNotFound` when it is not there.
-    func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws
+    func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws(FingerprintError)
 }
 
 /// Default timeouts.
@@ -57,37 +57,37 @@ package enum FingerprintTimeout {
 extension FingerprintReader {
     /// `enroll` with the default per-touch timeout and no event handler.
     package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
-                       events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint {
+                       events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> EnrolledPrint {
         try await enroll(finger, username: username, on: reader,
                          timeout: FingerprintTimeout.enrollTouch, events: events)
     }
 
     /// `verify` with the default timeout.
     package func verify(_ print: EnrolledPrint,
-                       events: @escaping ScanEventHandler = { _ in }) async throws -> Bool {
+                       events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> Bool {
         try await verify(print, timeout: FingerprintTimeout.touch, events: events)
     }
 
     /// `identify` with the default timeout.
     package func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity,
-                         events: @escaping ScanEventHandler = { _ in }) async throws -> EnrolledPrint? {
+                         events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> EnrolledPrint? {
         try await identify(among: prints, on: reader, timeout: FingerprintTimeout.touch, events: events)
     }
 
     /// `devicePrints` with the default timeout.
-    package func devicePrints(on reader: ReaderIdentity) async throws -> [DevicePrint] {
+    package func devicePrints(on reader: ReaderIdentity) async throws(FingerprintError) -> [DevicePrint] {
         try await devicePrints(on: reader, timeout: FingerprintTimeout.storage)
     }
 
     /// `deleteDevicePrint` with the default timeout.
-    package func deleteDevicePrint(_ print: DevicePrint) async throws {
+    package func deleteDevicePrint(_ print: DevicePrint) async throws(FingerprintError) {
         try await deleteDevicePrint(print, timeout: FingerprintTimeout.storage)
     }
 }
 
 extension FingerprintReader {
     package func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
-                          events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
+                          events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint? {
         guard let first = prints.first else { return nil }
         return try await verify(first, timeout: timeout, events: events) ? first : nil
     }

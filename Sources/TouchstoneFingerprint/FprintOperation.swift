@@ -1,4 +1,5 @@
 internal import CFPrint
+import TouchstoneGLib
 
 /// One libfprint operation in flight: its GCancellable, its timeout and the
 /// continuation of the Swift task waiting for it.
@@ -19,8 +20,8 @@ final class FprintOperation: @unchecked Sendable {
     let cancellable: UnsafeMutablePointer<GCancellable>
     private let timeoutMilliseconds: UInt32
     private let events: ScanEventHandler
-    private var continuation: CheckedContinuation<Outcome, any Error>?
-    private var timeoutSource: UnsafeMutablePointer<GSource>?
+    private var continuation: CheckedContinuation<Result<Outcome, FingerprintError>, Never>?
+    private var timeout: GLibTimeout?
     private var timedOut = false
     private var finished = false
 
@@ -38,8 +39,8 @@ final class FprintOperation: @unchecked Sendable {
     var isCancelled: Bool { g_cancellable_is_cancelled(cancellable) != 0 }
 
     /// Attaches the waiting task and starts the timeout clock.
-    func begin(_ continuation: CheckedContinuation<Outcome, any Error>) {
-        assert(FprintThread.shared.isCurrent, "libfprint operations run on the libfprint thread")
+    func begin(_ continuation: CheckedContinuation<Result<Outcome, FingerprintError>, Never>) {
+        assert(GLibLoopThread.libfprint.isCurrent, "libfprint operations run on the libfprint thread")
         self.continuation = continuation
         armTimeout()
     }
@@ -48,18 +49,15 @@ final class FprintOperation: @unchecked Sendable {
     private func armTimeout() {
         disarmTimeout()
         guard !finished else { return }
-        timeoutSource = FprintThread.shared.addTimeout(milliseconds: timeoutMilliseconds) { [self] in
+        timeout = GLibLoopThread.libfprint.addTimeout(milliseconds: timeoutMilliseconds) { [self] in
             timedOut = true
             g_cancellable_cancel(cancellable)
         }
     }
 
     private func disarmTimeout() {
-        if let source = timeoutSource {
-            g_source_destroy(source)
-            g_source_unref(source)
-            timeoutSource = nil
-        }
+        timeout?.cancel()
+        timeout = nil
     }
 
     /// Reports a stage or retry to the caller and restarts the timeout.
@@ -113,11 +111,11 @@ final class FprintOperation: @unchecked Sendable {
     }
 
     private func complete(_ result: Result<Outcome, FingerprintError>) {
-        assert(FprintThread.shared.isCurrent, "libfprint operations end on the libfprint thread")
+        assert(GLibLoopThread.libfprint.isCurrent, "libfprint operations end on the libfprint thread")
         guard !finished else { return }
         finished = true
         disarmTimeout()
-        continuation?.resume(with: result.mapError { $0 as any Error })
+        continuation?.resume(returning: result)
         continuation = nil
     }
 }

@@ -1,9 +1,10 @@
 internal import CFPrint
+import TouchstoneGLib
 
 /// The `FingerprintReader` over libfprint: real USB/SPI readers and, when
 /// configured, libfprint's virtual readers.
 ///
-/// All libfprint work runs on `FprintThread` (one thread per process); this
+/// All libfprint work runs on `GLibLoopThread.libfprint` (one thread per process); this
 /// type only packages requests for it and waits. Each instance has its own
 /// libfprint context, created and enumerated on first use. Readers are opened
 /// on first use and stay open (claimed) until `close()` or until the instance
@@ -33,7 +34,7 @@ package final class LibfprintReader: FingerprintReader {
     }
 
     private let session: FprintSession
-    private let thread = FprintThread.shared
+    private let thread = GLibLoopThread.libfprint
 
     /// A backend for the readers attached to this machine, plus the virtual
     /// readers in `virtualReaders`, if any.
@@ -71,13 +72,13 @@ package final class LibfprintReader: FingerprintReader {
     /// Opens (claims) `reader` now instead of at its first operation, so a
     /// busy reader is reported early; virtual readers start listening on
     /// their socket when opened.
-    package func open(_ reader: ReaderIdentity, timeout: Duration = FingerprintTimeout.storage) async throws {
+    package func open(_ reader: ReaderIdentity, timeout: Duration = FingerprintTimeout.storage) async throws(FingerprintError) {
         _ = try await run(on: reader, timeout: timeout, events: { _ in }) { operation, _ in
             operation.succeed(.done)
         }
     }
 
-    package func readers() async throws -> [ReaderInfo] {
+    package func readers() async throws(FingerprintError) -> [ReaderInfo] {
         let session = session
         return await withCheckedContinuation { continuation in
             thread.submit { continuation.resume(returning: session.devices().map(FprintSession.info(of:))) }
@@ -85,7 +86,7 @@ package final class LibfprintReader: FingerprintReader {
     }
 
     package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
-                       timeout: Duration, events: @escaping ScanEventHandler) async throws -> EnrolledPrint {
+                       timeout: Duration, events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint {
         let outcome = try await run(on: reader, timeout: timeout, events: events) { operation, device in
             FprintRequests.enroll(finger, username: username, on: device, operation: operation)
         }
@@ -94,7 +95,7 @@ package final class LibfprintReader: FingerprintReader {
     }
 
     package func verify(_ print: EnrolledPrint, timeout: Duration,
-                       events: @escaping ScanEventHandler) async throws -> Bool {
+                       events: @escaping ScanEventHandler) async throws(FingerprintError) -> Bool {
         let outcome = try await run(on: print.reader, timeout: timeout, events: events) { operation, device in
             FprintRequests.verify(print, on: device, operation: operation)
         }
@@ -109,7 +110,7 @@ package final class LibfprintReader: FingerprintReader {
     /// equals a stored print byte for byte, so there only the first print
     /// can match, as with fprintd on such readers.
     package func verifyAny(among prints: [EnrolledPrint], timeout: Duration,
-                          events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
+                          events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint? {
         guard let first = prints.first else { return nil }
         if let stranger = prints.first(where: { $0.reader != first.reader }) {
             throw FingerprintError.wrongReader(expected: first.reader, actual: stranger.reader)
@@ -122,7 +123,7 @@ package final class LibfprintReader: FingerprintReader {
     }
 
     package func identify(among prints: [EnrolledPrint], on reader: ReaderIdentity, timeout: Duration,
-                         events: @escaping ScanEventHandler) async throws -> EnrolledPrint? {
+                         events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint? {
         if let stranger = prints.first(where: { $0.reader != reader }) {
             throw FingerprintError.wrongReader(expected: reader, actual: stranger.reader)
         }
@@ -133,7 +134,7 @@ package final class LibfprintReader: FingerprintReader {
         return index.map { prints[$0] }
     }
 
-    package func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws -> [DevicePrint] {
+    package func devicePrints(on reader: ReaderIdentity, timeout: Duration) async throws(FingerprintError) -> [DevicePrint] {
         let outcome = try await run(on: reader, timeout: timeout, events: { _ in }) { operation, device in
             FprintRequests.list(on: device, operation: operation)
         }
@@ -141,7 +142,7 @@ package final class LibfprintReader: FingerprintReader {
         return prints
     }
 
-    package func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws {
+    package func deleteDevicePrint(_ print: DevicePrint, timeout: Duration) async throws(FingerprintError) {
         _ = try await run(on: print.reader, timeout: timeout, events: { _ in }) { operation, device in
             FprintRequests.delete(print, on: device, operation: operation)
         }
@@ -152,13 +153,13 @@ package final class LibfprintReader: FingerprintReader {
     /// cancellation cancels the operation's GCancellable (on that thread).
     private func run(on reader: ReaderIdentity, timeout: Duration, events: @escaping ScanEventHandler,
                      start: @escaping @Sendable (FprintOperation, UnsafeMutablePointer<FpDevice>) -> Void)
-        async throws -> FprintOperation.Outcome
+        async throws(FingerprintError) -> FprintOperation.Outcome
     {
         let operation = FprintOperation(timeout: timeout, events: events)
         let session = session
         let thread = thread
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { continuation in
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Result<FprintOperation.Outcome, FingerprintError>, Never>) in
                 thread.submit {
                     operation.begin(continuation)
                     if operation.finishIfCancelled() { return }
@@ -173,5 +174,6 @@ package final class LibfprintReader: FingerprintReader {
         } onCancel: {
             thread.submit { operation.cancelFromTask() }
         }
+        return try result.get()
     }
 }

@@ -35,29 +35,29 @@ package struct ByteReader {
     package var remaining: Int { bytes.count - offset }
     package var isAtEnd: Bool { offset == bytes.count }
 
-    package mutating func raw(_ count: Int, _ what: String) throws -> [UInt8] {
+    package mutating func raw(_ count: Int, _ what: String) throws(ByteReader.Truncated) -> [UInt8] {
         guard count >= 0, count <= remaining else { throw Truncated(what: what) }
         defer { offset += count }
         return Array(bytes[offset..<offset + count])
     }
-    package mutating func u8(_ what: String) throws -> UInt8 { try raw(1, what)[0] }
-    package mutating func u16(_ what: String) throws -> UInt16 {
+    package mutating func u8(_ what: String) throws(ByteReader.Truncated) -> UInt8 { try raw(1, what)[0] }
+    package mutating func u16(_ what: String) throws(ByteReader.Truncated) -> UInt16 {
         let b = try raw(2, what); return UInt16(b[0]) << 8 | UInt16(b[1])
     }
-    package mutating func u32(_ what: String) throws -> UInt32 {
+    package mutating func u32(_ what: String) throws(ByteReader.Truncated) -> UInt32 {
         let b = try raw(4, what)
         return b.reduce(0) { $0 << 8 | UInt32($1) }
     }
-    package mutating func u64(_ what: String) throws -> UInt64 {
+    package mutating func u64(_ what: String) throws(ByteReader.Truncated) -> UInt64 {
         let b = try raw(8, what)
         return b.reduce(0) { $0 << 8 | UInt64($1) }
     }
-    package mutating func sized16(_ what: String, max: Int) throws -> [UInt8] {
+    package mutating func sized16(_ what: String, max: Int) throws(ByteReader.Truncated) -> [UInt8] {
         let n = Int(try u16(what))
         guard n <= max else { throw Truncated(what: "\(what) (length \(n) over \(max))") }
         return try raw(n, what)
     }
-    package mutating func sized32(_ what: String, max: Int) throws -> [UInt8] {
+    package mutating func sized32(_ what: String, max: Int) throws(ByteReader.Truncated) -> [UInt8] {
         let n = Int(try u32(what))
         guard n <= max else { throw Truncated(what: "\(what) (length \(n) over \(max))") }
         return try raw(n, what)

@@ -79,7 +79,7 @@ package struct SealedBlob: Equatable, Sendable {
 
     /// Parses a serialized blob. Any damage (truncation, flipped bits, junk,
     /// an unknown version) throws `TPMError.corruptedBlob`; it never traps.
-    package init(serialized bytes: [UInt8]) throws {
+    package init(serialized bytes: [UInt8]) throws(TPMError) {
         guard bytes.count <= Self.maximumSize else {
             throw TPMError.corruptedBlob(detail: "\(bytes.count) bytes is larger than any sealed key")
         }
@@ -90,56 +90,52 @@ package struct SealedBlob: Equatable, Sendable {
         guard sodium_memcmp(Self.checksum(body), Array(bytes.suffix(Self.checksumSize)), Self.checksumSize) == 0 else {
             throw TPMError.corruptedBlob(detail: "checksum mismatch (the stored bytes were altered)")
         }
-        var r = ByteReader(body)
-        do {
-            _ = try r.raw(Self.magic.count, "magic")
-            let version = try r.u8("version")
-            guard (1...3).contains(version) else {
-                throw TPMError.corruptedBlob(detail: "unknown sealed-key version \(version)")
-            }
-            let flags = try r.u8("flags")
-            // Version 1 knows flags 1, 2, 4; version 2 adds the counters (at
-            // least one of them). PCR 7 and a biometric counter need the
-            // biometric branch, a passcode counter the passcode branch.
-            // Version 3 adds the gate (flag 32, which it must carry).
-            let known: UInt8 = version == 1 ? 7 : version == 2 ? 31 : 63
-            guard flags & ~known == 0, flags & 4 == 0 || flags & 1 != 0, flags & 8 == 0 || flags & 1 != 0,
-                  flags & 16 == 0 || flags & 2 != 0, version != 2 || flags & 24 != 0,
-                  version != 3 || flags & 32 != 0 else {
-                throw TPMError.corruptedBlob(detail: "unknown flags 0x\(String(flags, radix: 16))")
-            }
-            srkName = try r.sized16("storage key name", max: 68)
-            let gateName = flags & 32 != 0 ? try r.sized16("gate name", max: 68) : nil
-            nvName = []
-            passcodeNVName = []
-            pcr7Value = []
-            var biometric: BiometricCondition?
-            if flags & 1 != 0 {
-                let index = try r.u32("NV index")
-                nvName = try r.sized16("NV name", max: 68)
-                if flags & 8 != 0 {
-                    biometric = BiometricCondition(counter: index, atMost: try r.u64("generation"), bindPCR7: flags & 4 != 0)
-                } else {
-                    let state = try r.sized16("domain state", max: 64)
-                    biometric = BiometricCondition(nvIndex: index, domainState: state, bindPCR7: flags & 4 != 0)
-                }
-                if flags & 4 != 0 { pcr7Value = try r.sized16("PCR 7 value", max: 64) }
-            }
-            var passcodeCounter: CounterCondition?
-            if flags & 16 != 0 {
-                let index = try r.u32("passcode counter")
-                passcodeNVName = try r.sized16("passcode counter name", max: 68)
-                passcodeCounter = CounterCondition(counter: index, atMost: try r.u64("passcode generation"))
-            }
-            policy = SealPolicy(biometric: biometric, passcode: flags & 2 != 0, passcodeCounter: passcodeCounter)
-            policy.gateName = gateName
-            publicArea = try r.sized32("public area", max: 1024)
-            privateArea = try r.sized32("private area", max: 1024)
-            check = try r.raw(Self.checkSize, "check value")
-            guard r.isAtEnd else { throw TPMError.corruptedBlob(detail: "\(r.remaining) trailing bytes") }
-        } catch let error as ByteReader.Truncated {
-            throw TPMError.corruptedBlob(detail: "truncated at \(error.what)")
+        var r = BlobReader(reader: ByteReader(body))
+        _ = try r.raw(Self.magic.count, "magic")
+        let version = try r.u8("version")
+        guard (1...3).contains(version) else {
+            throw TPMError.corruptedBlob(detail: "unknown sealed-key version \(version)")
         }
+        let flags = try r.u8("flags")
+        // Version 1 knows flags 1, 2, 4; version 2 adds the counters (at
+        // least one of them). PCR 7 and a biometric counter need the
+        // biometric branch, a passcode counter the passcode branch.
+        // Version 3 adds the gate (flag 32, which it must carry).
+        let known: UInt8 = version == 1 ? 7 : version == 2 ? 31 : 63
+        guard flags & ~known == 0, flags & 4 == 0 || flags & 1 != 0, flags & 8 == 0 || flags & 1 != 0,
+              flags & 16 == 0 || flags & 2 != 0, version != 2 || flags & 24 != 0,
+              version != 3 || flags & 32 != 0 else {
+            throw TPMError.corruptedBlob(detail: "unknown flags 0x\(String(flags, radix: 16))")
+        }
+        srkName = try r.sized16("storage key name", max: 68)
+        let gateName = flags & 32 != 0 ? try r.sized16("gate name", max: 68) : nil
+        nvName = []
+        passcodeNVName = []
+        pcr7Value = []
+        var biometric: BiometricCondition?
+        if flags & 1 != 0 {
+            let index = try r.u32("NV index")
+            nvName = try r.sized16("NV name", max: 68)
+            if flags & 8 != 0 {
+                biometric = BiometricCondition(counter: index, atMost: try r.u64("generation"), bindPCR7: flags & 4 != 0)
+            } else {
+                let state = try r.sized16("domain state", max: 64)
+                biometric = BiometricCondition(nvIndex: index, domainState: state, bindPCR7: flags & 4 != 0)
+            }
+            if flags & 4 != 0 { pcr7Value = try r.sized16("PCR 7 value", max: 64) }
+        }
+        var passcodeCounter: CounterCondition?
+        if flags & 16 != 0 {
+            let index = try r.u32("passcode counter")
+            passcodeNVName = try r.sized16("passcode counter name", max: 68)
+            passcodeCounter = CounterCondition(counter: index, atMost: try r.u64("passcode generation"))
+        }
+        policy = SealPolicy(biometric: biometric, passcode: flags & 2 != 0, passcodeCounter: passcodeCounter)
+        policy.gateName = gateName
+        publicArea = try r.sized32("public area", max: 1024)
+        privateArea = try r.sized32("private area", max: 1024)
+        check = try r.raw(Self.checkSize, "check value")
+        guard r.reader.isAtEnd else { throw TPMError.corruptedBlob(detail: "\(r.reader.remaining) trailing bytes") }
     }
 
     init(policy: SealPolicy, srkName: [UInt8], nvName: [UInt8], passcodeNVName: [UInt8] = [], pcr7Value: [UInt8],
@@ -172,5 +168,34 @@ package struct SealedBlob: Equatable, Sendable {
                                    UInt64(k.count), checkDomain, checkDomain.count)
         }
         return out
+    }
+}
+
+/// `ByteReader`'s reads of a blob's body, where running out of bytes (or a
+/// length over its limit) is damage to the blob.
+private struct BlobReader {
+    var reader: ByteReader
+
+    private static func damaged(_ error: ByteReader.Truncated) -> TPMError {
+        .corruptedBlob(detail: "truncated at \(error.what)")
+    }
+
+    mutating func raw(_ count: Int, _ what: String) throws(TPMError) -> [UInt8] {
+        do throws(ByteReader.Truncated) { return try reader.raw(count, what) } catch { throw Self.damaged(error) }
+    }
+    mutating func u8(_ what: String) throws(TPMError) -> UInt8 {
+        do throws(ByteReader.Truncated) { return try reader.u8(what) } catch { throw Self.damaged(error) }
+    }
+    mutating func u32(_ what: String) throws(TPMError) -> UInt32 {
+        do throws(ByteReader.Truncated) { return try reader.u32(what) } catch { throw Self.damaged(error) }
+    }
+    mutating func u64(_ what: String) throws(TPMError) -> UInt64 {
+        do throws(ByteReader.Truncated) { return try reader.u64(what) } catch { throw Self.damaged(error) }
+    }
+    mutating func sized16(_ what: String, max: Int) throws(TPMError) -> [UInt8] {
+        do throws(ByteReader.Truncated) { return try reader.sized16(what, max: max) } catch { throw Self.damaged(error) }
+    }
+    mutating func sized32(_ what: String, max: Int) throws(TPMError) -> [UInt8] {
+        do throws(ByteReader.Truncated) { return try reader.sized32(what, max: max) } catch { throw Self.damaged(error) }
     }
 }

@@ -26,7 +26,7 @@ struct SwtpmOperationLock: Sendable {
     }
 
     /// Waits for the turn; returns the descriptor holding it.
-    func acquire() throws -> Int32 {
+    func acquire() throws(TPMError) -> Int32 {
         var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 && (errno == EROFS || errno == EACCES) {
             // A state folder on a read-only mount: an existing lock file

@@ -13,7 +13,7 @@ final class TCTIConnection {
     /// TPM commands transmitted on this connection so far.
     var commandCount: Int { counting.load(fromByteOffset: countOffset, as: Int.self) }
 
-    init(tcti config: String) throws {
+    init(tcti config: String) throws(TPMError) {
         try Self.precheck(config)
         _ = quietTSSLogging
 
@@ -46,7 +46,7 @@ final class TCTIConnection {
 
     /// Clear errors before the TCTI loader's generic ones: a missing device
     /// node and a permission problem each get their own message.
-    private static func precheck(_ config: String) throws {
+    private static func precheck(_ config: String) throws(TPMError) {
         if config.isEmpty {
             // An empty or NULL config makes the loader try every TCTI it knows,
             // including anything listening on localhost:2321.

@@ -28,18 +28,18 @@ extension TPM {
     static let counterAttributes: TPMA_NV = ts_NV_TYPE_COUNTER | ts_NV_AUTHWRITE | ts_NV_OWNERREAD | ts_NV_NO_DA
 
     /// The first handle of `counterRange` not defined on this TPM.
-    package func freeCounterIndex() throws -> UInt32 {
+    package func freeCounterIndex() throws(TPMError) -> UInt32 {
         try freeNVIndex(in: Self.counterRange)
     }
 
     /// Defines a counter at `handle` with `auth` and increments it once (a
     /// counter has no value, and its name not its final form, until then).
     /// Returns its value and its name, which the caller records.
-    package func defineCounter(_ handle: UInt32, auth: PasscodeAuth) throws -> (value: UInt64, name: [UInt8]) {
+    package func defineCounter(_ handle: UInt32, auth: PasscodeAuth) throws(TPMError) -> (value: UInt64, name: [UInt8]) {
         guard handle >> 24 == 0x01 else {
             throw TPMError.invalidArgument("0x\(String(handle, radix: 16)) is not an NV index handle")
         }
-        return try withContext { ctx in
+        return try withContext { ctx throws(TPMError) in
             var authValue = try authValue(auth)
             defer { wipe(&authValue) }
             var info = TPM2B_NV_PUBLIC()
@@ -65,14 +65,14 @@ extension TPM {
     }
 
     /// The counter's value.
-    package func readCounter(_ handle: UInt32) throws -> UInt64 {
-        try withContext { ctx in try readCounter(nvHandle(handle, ctx), ctx) }
+    package func readCounter(_ handle: UInt32) throws(TPMError) -> UInt64 {
+        try withContext { ctx throws(TPMError) in try readCounter(nvHandle(handle, ctx), ctx) }
     }
 
     /// Increments the counter (checked against `expectedName` first, when
     /// given) and returns its new value.
-    package func incrementCounter(_ handle: UInt32, auth: PasscodeAuth, expectedName: [UInt8]? = nil) throws -> UInt64 {
-        try withContext { ctx in
+    package func incrementCounter(_ handle: UInt32, auth: PasscodeAuth, expectedName: [UInt8]? = nil) throws(TPMError) -> UInt64 {
+        try withContext { ctx throws(TPMError) in
             let nv = try nvHandle(handle, ctx)
             if let expectedName, try name(of: nv, ctx) != expectedName { throw TPMError.nvIndexReplaced(handle: handle) }
             try increment(nv, auth: auth, ctx)
@@ -81,15 +81,15 @@ extension TPM {
     }
 
     /// An NV index's name (nameAlg || H(its public area)).
-    package func nvName(_ handle: UInt32) throws -> [UInt8] {
-        try withContext { ctx in try name(of: nvHandle(handle, ctx), ctx) }
+    package func nvName(_ handle: UInt32) throws(TPMError) -> [UInt8] {
+        try withContext { ctx throws(TPMError) in try name(of: nvHandle(handle, ctx), ctx) }
     }
 
     /// ESYS's record of the NV index at `handle` (its public area and
     /// name), for `adoptNVIndex`: a later process then uses the index
     /// without reading its public area from the TPM first.
-    package func nvIndexRecord(_ handle: UInt32) throws -> [UInt8] {
-        try withContext { ctx in
+    package func nvIndexRecord(_ handle: UInt32) throws(TPMError) -> [UInt8] {
+        try withContext { ctx throws(TPMError) in
             let nv = try nvHandle(handle, ctx)
             var buffer: UnsafeMutablePointer<UInt8>?
             var size = 0
@@ -108,7 +108,7 @@ extension TPM {
     /// Nothing happens when the index is known already or the record does
     /// not parse (the TPM is asked when the index is first used).
     package func adoptNVIndex(_ handle: UInt32, record: [UInt8]) {
-        _ = try? withContext { ctx in
+        _ = try? withContext { ctx throws(TPMError) in
             guard nvHandles[handle] == nil, !record.isEmpty else { return }
             var tr: ESYS_TR = ESYS_TR_NONE
             let rc = record.withUnsafeBufferPointer { Esys_TR_Deserialize(ctx, $0.baseAddress, $0.count, &tr) }
@@ -125,19 +125,19 @@ extension TPM {
     /// The name the TPM gives the index at `handle` now, asked afresh (not
     /// the one this instance may hold from a record); nil when no index is
     /// defined there.
-    package func currentNVName(_ handle: UInt32) throws -> [UInt8]? {
-        try withContext { ctx in
+    package func currentNVName(_ handle: UInt32) throws(TPMError) -> [UInt8]? {
+        try withContext { ctx throws(TPMError) in
             if let known = nvHandles.removeValue(forKey: handle) {
                 var tr = known
                 _ = Esys_TR_Close(ctx, &tr)
             }
-            do { return try name(of: nvHandle(handle, ctx), ctx) } catch TPMError.enrollmentIndexMissing { return nil }
+            do throws(TPMError) { return try name(of: nvHandle(handle, ctx), ctx) } catch TPMError.enrollmentIndexMissing { return nil }
         }
     }
 
     /// Deletes an NV index (owner authorization).
-    package func undefineNVIndex(_ handle: UInt32) throws {
-        try withContext { ctx in
+    package func undefineNVIndex(_ handle: UInt32) throws(TPMError) {
+        try withContext { ctx throws(TPMError) in
             let nv = try nvHandle(handle, ctx)
             try check(Esys_NV_UndefineSpace(ctx, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE),
                       .generic, ctx)
@@ -147,7 +147,7 @@ extension TPM {
 
     // MARK: - Internals
 
-    private func readCounter(_ nv: ESYS_TR, _ ctx: OpaquePointer) throws -> UInt64 {
+    private func readCounter(_ nv: ESYS_TR, _ ctx: OpaquePointer) throws(TPMError) -> UInt64 {
         var data: UnsafeMutablePointer<TPM2B_MAX_NV_BUFFER>?
         try check(Esys_NV_Read(ctx, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, 8, 0, &data),
                   .readCounter, ctx)
@@ -158,7 +158,7 @@ extension TPM {
         return bytes.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
-    private func increment(_ nv: ESYS_TR, auth: PasscodeAuth, _ ctx: OpaquePointer) throws {
+    private func increment(_ nv: ESYS_TR, auth: PasscodeAuth, _ ctx: OpaquePointer) throws(TPMError) {
         try setAuth(nv, auth, ctx)
         defer { clearAuth(nv, ctx) }
         let session = try startSession(ts_SE_HMAC, salted: true, attributes: 0, ctx)

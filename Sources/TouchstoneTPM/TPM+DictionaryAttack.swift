@@ -18,11 +18,11 @@ package struct DictionaryAttackState: Equatable, Sendable {
 }
 
 extension TPM {
-    package func dictionaryAttackState() throws -> DictionaryAttackState {
-        try withContext { ctx in try readDictionaryAttackState(ctx) }
+    package func dictionaryAttackState() throws(TPMError) -> DictionaryAttackState {
+        try withContext { ctx throws(TPMError) in try readDictionaryAttackState(ctx) }
     }
 
-    func readDictionaryAttackState(_ ctx: OpaquePointer) throws -> DictionaryAttackState {
+    func readDictionaryAttackState(_ ctx: OpaquePointer) throws(TPMError) -> DictionaryAttackState {
         var more: TPMI_YES_NO = 0
         var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
         try check(Esys_GetCapability(ctx, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CAP_TPM_PROPERTIES,
@@ -47,8 +47,8 @@ extension TPM {
 
     /// TPM2_DictionaryAttackParameters on the lockout hierarchy (its auth
     /// must be empty, as on swtpm and most PCs). The simulator sets its own.
-    package func setDictionaryAttackParameters(maxTries: UInt32, recoveryTime: UInt32, lockoutRecovery: UInt32) throws {
-        try withContext { ctx in
+    package func setDictionaryAttackParameters(maxTries: UInt32, recoveryTime: UInt32, lockoutRecovery: UInt32) throws(TPMError) {
+        try withContext { ctx throws(TPMError) in
             try check(Esys_DictionaryAttackParameters(ctx, ESYS_TR_RH_LOCKOUT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                                                       maxTries, recoveryTime, lockoutRecovery), .generic, ctx)
         }
@@ -56,8 +56,8 @@ extension TPM {
 
     /// TPM2_DictionaryAttackLockReset: clears the failure count and lockout
     /// (needs the lockout hierarchy's auth, empty on swtpm).
-    package func resetDictionaryAttackLockout() throws {
-        try withContext { ctx in
+    package func resetDictionaryAttackLockout() throws(TPMError) {
+        try withContext { ctx throws(TPMError) in
             try check(Esys_DictionaryAttackLockReset(ctx, ESYS_TR_RH_LOCKOUT, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE),
                       .generic, ctx)
         }

@@ -33,13 +33,13 @@ extension TPM {
     }
 
     /// The first index of `enrolmentIndexRange` not defined on this TPM.
-    package func freeEnrollmentIndex() throws -> UInt32 {
+    package func freeEnrollmentIndex() throws(TPMError) -> UInt32 {
         try freeNVIndex(in: Self.enrollmentIndexRange)
     }
 
     /// The first handle of `range` not defined on this TPM.
-    func freeNVIndex(in range: ClosedRange<UInt32>) throws -> UInt32 {
-        try withContext { ctx in
+    func freeNVIndex(in range: ClosedRange<UInt32>) throws(TPMError) -> UInt32 {
+        try withContext { ctx throws(TPMError) in
             var more: TPMI_YES_NO = 0
             var data: UnsafeMutablePointer<TPMS_CAPABILITY_DATA>?
             try check(Esys_GetCapability(ctx, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CAP_HANDLES,
@@ -61,11 +61,11 @@ extension TPM {
     /// Defines the index at `handle` with the passcode's authValue and writes
     /// `initialState` to it (an index must be written before PolicyNV can
     /// use it, and its name changes with the first write).
-    package func defineEnrollmentIndex(_ handle: UInt32, passcode: PasscodeAuth, initialState: [UInt8]) throws {
+    package func defineEnrollmentIndex(_ handle: UInt32, passcode: PasscodeAuth, initialState: [UInt8]) throws(TPMError) {
         guard handle >> 24 == 0x01 else {
             throw TPMError.invalidArgument("0x\(String(handle, radix: 16)) is not an NV index handle")
         }
-        try withContext { ctx in
+        try withContext { ctx throws(TPMError) in
             var auth = try authValue(passcode)
             defer { wipe(&auth) }
             var info = TPM2B_NV_PUBLIC()
@@ -91,20 +91,20 @@ extension TPM {
     }
 
     /// Whether the index at `handle` exists.
-    package func enrollmentIndexExists(_ handle: UInt32) throws -> Bool {
-        try withContext { ctx in
-            do { _ = try nvHandle(handle, ctx); return true } catch TPMError.enrollmentIndexMissing { return false }
+    package func enrollmentIndexExists(_ handle: UInt32) throws(TPMError) -> Bool {
+        try withContext { ctx throws(TPMError) in
+            do throws(TPMError) { _ = try nvHandle(handle, ctx); return true } catch TPMError.enrollmentIndexMissing { return false }
         }
     }
 
     /// The index's name (it changes only with the first write).
-    package func enrollmentIndexName(_ handle: UInt32) throws -> [UInt8] {
-        try withContext { ctx in try name(of: nvHandle(handle, ctx), ctx) }
+    package func enrollmentIndexName(_ handle: UInt32) throws(TPMError) -> [UInt8] {
+        try withContext { ctx throws(TPMError) in try name(of: nvHandle(handle, ctx), ctx) }
     }
 
     /// The current domain state.
-    package func readEnrollmentState(_ handle: UInt32) throws -> [UInt8] {
-        try withContext { ctx in
+    package func readEnrollmentState(_ handle: UInt32) throws(TPMError) -> [UInt8] {
+        try withContext { ctx throws(TPMError) in
             let nv = try nvHandle(handle, ctx)
             var data: UnsafeMutablePointer<TPM2B_MAX_NV_BUFFER>?
             try check(Esys_NV_Read(ctx, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
@@ -115,19 +115,19 @@ extension TPM {
     }
 
     /// Writes a new domain state; the TPM checks the passcode.
-    package func writeEnrollmentState(_ handle: UInt32, state: [UInt8], passcode: PasscodeAuth) throws {
-        try withContext { ctx in try write(state: state, to: nvHandle(handle, ctx), auth: passcode, ctx) }
+    package func writeEnrollmentState(_ handle: UInt32, state: [UInt8], passcode: PasscodeAuth) throws(TPMError) {
+        try withContext { ctx throws(TPMError) in try write(state: state, to: nvHandle(handle, ctx), auth: passcode, ctx) }
     }
 
     /// Changes the index's authValue from the old passcode's to the new one's
     /// (NV_ChangeAuth through the index's policy).
-    package func changeEnrollmentIndexPasscode(_ handle: UInt32, from old: PasscodeAuth, to new: PasscodeAuth) throws {
-        try withContext { ctx in
+    package func changeEnrollmentIndexPasscode(_ handle: UInt32, from old: PasscodeAuth, to new: PasscodeAuth) throws(TPMError) {
+        try withContext { ctx throws(TPMError) in
             let nv = try nvHandle(handle, ctx)
             var newAuth = try authValue(new)
             defer { wipe(&newAuth) }
             let session = try startSession(ts_SE_POLICY, salted: true, attributes: ts_SESSION_DECRYPT, ctx)
-            do {
+            do throws(TPMError) {
                 try check(Esys_PolicyAuthValue(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE), .generic, ctx)
                 try check(Esys_PolicyCommandCode(ctx, session, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_CC_NV_ChangeAuth),
                           .generic, ctx)
@@ -144,8 +144,8 @@ extension TPM {
     /// Deletes the index (owner authorization). Every key whose biometric
     /// branch named it can no longer be opened that way, even if an index is
     /// defined again at the same handle: a new state never repeats an old one.
-    package func undefineEnrollmentIndex(_ handle: UInt32) throws {
-        try withContext { ctx in
+    package func undefineEnrollmentIndex(_ handle: UInt32) throws(TPMError) {
+        try withContext { ctx throws(TPMError) in
             let nv = try nvHandle(handle, ctx)
             try check(Esys_NV_UndefineSpace(ctx, ESYS_TR_RH_OWNER, nv, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE),
                       .generic, ctx)
@@ -155,7 +155,7 @@ extension TPM {
 
     // MARK: - Internals
 
-    func nvHandle(_ handle: UInt32, _ ctx: OpaquePointer) throws -> ESYS_TR {
+    func nvHandle(_ handle: UInt32, _ ctx: OpaquePointer) throws(TPMError) -> ESYS_TR {
         if let tr = nvHandles[handle] { return tr }
         var tr: ESYS_TR = ESYS_TR_NONE
         let rc = ResponseCode(Esys_TR_FromTPMPublic(ctx, handle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &tr))
@@ -165,7 +165,7 @@ extension TPM {
         return tr
     }
 
-    private func write(state: [UInt8], to nv: ESYS_TR, auth: PasscodeAuth, _ ctx: OpaquePointer) throws {
+    private func write(state: [UInt8], to nv: ESYS_TR, auth: PasscodeAuth, _ ctx: OpaquePointer) throws(TPMError) {
         guard state.count == Self.enrollmentStateSize else {
             throw TPMError.invalidArgument("a domain state is \(Self.enrollmentStateSize) bytes, not \(state.count)")
         }
@@ -180,17 +180,17 @@ extension TPM {
         }
     }
 
-    func authValue(_ passcode: PasscodeAuth) throws -> TPM2B_AUTH {
+    func authValue(_ passcode: PasscodeAuth) throws(TPMError) -> TPM2B_AUTH {
         var auth = TPM2B_AUTH()
         var buffer = auth.buffer
-        auth.size = try passcode.value.withUnsafeBytes { try fillTuple(&buffer, with: $0, what: "passcode authValue") }
+        auth.size = try passcode.value.withUnsafeBytes { bytes in Result { () throws(TPMError) in try fillTuple(&buffer, with: bytes, what: "passcode authValue") } }.get()
         auth.buffer = buffer
         wipe(&buffer)
         return auth
     }
 
     /// Gives ESYS the authValue for `handle` (it keeps a copy until cleared).
-    func setAuth(_ handle: ESYS_TR, _ passcode: PasscodeAuth, _ ctx: OpaquePointer) throws {
+    func setAuth(_ handle: ESYS_TR, _ passcode: PasscodeAuth, _ ctx: OpaquePointer) throws(TPMError) {
         var auth = try authValue(passcode)
         defer { wipe(&auth) }
         try check(Esys_TR_SetAuth(ctx, handle, &auth), .generic, ctx)

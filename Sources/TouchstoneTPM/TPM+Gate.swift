@@ -34,16 +34,16 @@ package struct TPMGate: Sendable {
 extension TPM {
     /// Creates a gate object with a fresh random authValue and pepper (the
     /// caller stores all of it where only the daemon reads it).
-    package func createGate() throws -> TPMGate {
+    package func createGate() throws(TPMError) -> TPMGate {
         let gateAuth = SecureBytes.random(count: PasscodeAuth.size)
         let pepper = SecureBytes.random(count: 32)
-        return try withContext { ctx in
+        return try withContext { ctx throws(TPMError) in
             let srk = try storageRootKey(ctx)
             var inSensitive = TPM2B_SENSITIVE_CREATE()
             defer { wipe(&inSensitive) }
             var data = inSensitive.sensitive.data.buffer
             let filler = SecureBytes.random(count: 32)
-            inSensitive.sensitive.data.size = try filler.withUnsafeBytes { try fillTuple(&data, with: $0, what: "gate data") }
+            inSensitive.sensitive.data.size = try filler.withUnsafeBytes { bytes in Result { () throws(TPMError) in try fillTuple(&data, with: bytes, what: "gate data") } }.get()
             inSensitive.sensitive.data.buffer = data
             wipe(&data)
             inSensitive.sensitive.userAuth = try authValue(PasscodeAuth(authValue: gateAuth))
@@ -65,7 +65,7 @@ extension TPM {
     /// authValue proved through a salted HMAC session (never in the clear),
     /// flushed again. Three commands more than the policy without it, and a
     /// FlushContext.
-    func policySecret(_ gate: TPMGate, on policy: ESYS_TR, _ ctx: OpaquePointer) throws {
+    func policySecret(_ gate: TPMGate, on policy: ESYS_TR, _ ctx: OpaquePointer) throws(TPMError) {
         let srk = try storageRootKey(ctx)
         let object = try loadObject(gate.publicArea, gate.privateArea, under: srk.handle,
                                     unparsable: "the daemon's gate object does not parse", ctx)

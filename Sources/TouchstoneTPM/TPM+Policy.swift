@@ -59,7 +59,7 @@ extension TPM {
         return d
     }
 
-    func policyOR(_ session: ESYS_TR, _ blob: SealedBlob, _ ctx: OpaquePointer) throws {
+    func policyOR(_ session: ESYS_TR, _ blob: SealedBlob, _ ctx: OpaquePointer) throws(TPMError) {
         var list = TPML_DIGEST()
         list.count = 2
         list.digests.0 = try TPM2B_DIGEST(bytes: Self.biometricBranch(blob.policy.biometric!, nvName: blob.nvName,

@@ -5,9 +5,9 @@ extension TPM {
     /// the old passcode through a salted HMAC session that also encrypts the
     /// new authValue). The policy, and so the biometric condition recorded
     /// at seal time, stays exactly as it was.
-    package func resealForNewPasscode(_ blob: SealedBlob, from old: PasscodeAuth, to new: PasscodeAuth) throws -> SealedBlob {
+    package func resealForNewPasscode(_ blob: SealedBlob, from old: PasscodeAuth, to new: PasscodeAuth) throws(TPMError) -> SealedBlob {
         guard blob.policy.passcode else { throw TPMError.branchNotAvailable("it has no passcode branch") }
-        return try withContext { ctx in
+        return try withContext { ctx throws(TPMError) in
             let srk = try storageRootKey(ctx)
             guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
             let item = try load(blob, under: srk.handle, ctx)

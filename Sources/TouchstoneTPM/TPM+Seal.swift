@@ -19,7 +19,7 @@ extension TPM {
     /// With a gate installed (daemon mode), every branch needs the gate's
     /// PolicySecret and the passcode's authValue is peppered.
     package func seal(_ key: SecureBytes, policy requested: SealPolicy, passcode: PasscodeAuth? = nil,
-                      expectedNames: [UInt32: [UInt8]] = [:]) throws -> SealedBlob {
+                      expectedNames: [UInt32: [UInt8]] = [:]) throws(TPMError) -> SealedBlob {
         var policy = requested
         policy.gateName = installedGate?.name
         guard (1...Self.maximumKeySize).contains(key.count) else {
@@ -28,7 +28,7 @@ extension TPM {
         if policy.passcode && passcode == nil {
             throw TPMError.invalidArgument("the passcode branch needs the passcode at seal time")
         }
-        return try withContext { ctx in
+        return try withContext { ctx throws(TPMError) in
             let bound = try bind(policy, expectedNames: expectedNames, use: .unseal, ctx)
             let srk = bound.srk
             let (nvName, passcodeNVName, pcr7, authPolicy) = (bound.nvName, bound.passcodeNVName, bound.pcr7, bound.authPolicy)
@@ -36,7 +36,7 @@ extension TPM {
             var inSensitive = TPM2B_SENSITIVE_CREATE()
             defer { wipe(&inSensitive) }
             var data = inSensitive.sensitive.data.buffer
-            inSensitive.sensitive.data.size = try key.withUnsafeBytes { try fillTuple(&data, with: $0, what: "key") }
+            inSensitive.sensitive.data.size = try key.withUnsafeBytes { bytes in Result { () throws(TPMError) in try fillTuple(&data, with: bytes, what: "key") } }.get()
             inSensitive.sensitive.data.buffer = data
             wipe(&data)
             if policy.passcode, let passcode {
@@ -61,13 +61,13 @@ extension TPM {
     /// of the NV indices the policy names (checked against `expectedNames`:
     /// an index whose name differs was replaced by someone else, and nothing
     /// is made for it), PCR 7 when bound, and the authPolicy for `use`.
-    func bind(_ policy: SealPolicy, expectedNames: [UInt32: [UInt8]], use: KeyUse, _ ctx: OpaquePointer) throws
+    func bind(_ policy: SealPolicy, expectedNames: [UInt32: [UInt8]], use: KeyUse, _ ctx: OpaquePointer) throws(TPMError)
         -> (srk: (handle: ESYS_TR, name: [UInt8]), nvName: [UInt8], passcodeNVName: [UInt8], pcr7: [UInt8], authPolicy: PolicyDigest) {
         let srk = try storageRootKey(ctx)
         var nvName: [UInt8] = []
         var passcodeNVName: [UInt8] = []
         var pcr7: [UInt8] = []
-        func checkedName(_ handle: UInt32) throws -> [UInt8] {
+        func checkedName(_ handle: UInt32) throws(TPMError) -> [UInt8] {
             let current = try name(of: nvHandle(handle, ctx), ctx)
             if let expected = expectedNames[handle], expected != current { throw TPMError.nvIndexReplaced(handle: handle) }
             return current
@@ -89,7 +89,7 @@ extension TPM {
     /// authValue cross the bus encrypted; the new object's marshalled
     /// TPM2B_PUBLIC and TPM2B_PRIVATE.
     func create(_ inSensitive: inout TPM2B_SENSITIVE_CREATE, _ inPublic: inout TPM2B_PUBLIC, under parent: ESYS_TR,
-                _ ctx: OpaquePointer) throws -> (publicArea: [UInt8], privateArea: [UInt8]) {
+                _ ctx: OpaquePointer) throws(TPMError) -> (publicArea: [UInt8], privateArea: [UInt8]) {
         var outsideInfo = TPM2B_DATA()
         var creationPCR = TPML_PCR_SELECTION()
         var outPrivate: UnsafeMutablePointer<TPM2B_PRIVATE>?

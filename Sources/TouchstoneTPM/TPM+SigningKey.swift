@@ -22,13 +22,13 @@ extension TPM {
     /// secret in daemon mode, as sealed keys are. `expectedNames`: as for
     /// `seal`.
     package func createSigningKey(policy requested: SealPolicy, authValue: PasscodeAuth? = nil,
-                                  expectedNames: [UInt32: [UInt8]] = [:]) throws -> SigningKey {
+                                  expectedNames: [UInt32: [UInt8]] = [:]) throws(TPMError) -> SigningKey {
         var policy = requested
         policy.gateName = installedGate?.name
         if policy.passcode && authValue == nil {
             throw TPMError.invalidArgument("the PolicyAuthValue branch needs the authValue at creation")
         }
-        return try withContext { ctx in
+        return try withContext { ctx throws(TPMError) in
             let bound = try bind(policy, expectedNames: expectedNames, use: .sign, ctx)
 
             var inSensitive = TPM2B_SENSITIVE_CREATE()
@@ -59,7 +59,7 @@ extension TPM {
 
     /// The public point of a signing key's blob (0x04, X, Y), read from its
     /// public area; corruptedBlob when it is not a P-256 signing key.
-    package static func publicPoint(of blob: SealedBlob) throws -> [UInt8] {
+    package static func publicPoint(of blob: SealedBlob) throws(TPMError) -> [UInt8] {
         var inPublic = TPM2B_PUBLIC()
         let parsed: Bool = blob.publicArea.withUnsafeBufferPointer { bytes in
             var offset = 0
@@ -85,9 +85,9 @@ extension TPM {
     /// Commands with the SRK and NV handles known: biometric 6 (Start-
     /// AuthSession, [PolicySecret], PolicyNV, [PolicyOR], Load, Sign,
     /// FlushContext), PolicyAuthValue 6, device-bound 5.
-    package func sign(digest: [UInt8], with blob: SealedBlob, via branch: UnsealBranch) throws -> (r: [UInt8], s: [UInt8]) {
+    package func sign(digest: [UInt8], with blob: SealedBlob, via branch: UnsealBranch) throws(TPMError) -> (r: [UInt8], s: [UInt8]) {
         guard digest.count == 32 else { throw TPMError.invalidArgument("a SHA-256 digest is 32 bytes, not \(digest.count)") }
-        let command = AuthorizedCommand<(r: [UInt8], s: [UInt8])>(use: .sign, encryptsResponse: false) { [self] key, auth, encrypt, op, ctx in
+        let command = AuthorizedCommand<(r: [UInt8], s: [UInt8])>(use: .sign, encryptsResponse: false) { [self] key, auth, encrypt, op, ctx throws(TPMError) in
             var message = try TPM2B_DIGEST(bytes: digest)
             var scheme = TPMT_SIG_SCHEME()
             scheme.scheme = ts_ALG_ECDSA

@@ -16,7 +16,7 @@ struct AuthorizedCommand<Output> {
     /// `auth`; `encrypt` is the session that encrypts, or ESYS_TR_NONE; `op`
     /// names the branch for error mapping.
     var run: (_ object: ESYS_TR, _ auth: ESYS_TR, _ encrypt: ESYS_TR, _ op: TPMOperation,
-              _ ctx: OpaquePointer) throws -> Output
+              _ ctx: OpaquePointer) throws(TPMError) -> Output
 }
 
 extension TPM {
@@ -26,8 +26,8 @@ extension TPM {
     /// biometric 7 (+1 with PCR 7): StartAuthSession x2, [PolicyPCR], PolicyNV,
     /// [PolicyOR], Load, Unseal, FlushContext; passcode 6: StartAuthSession,
     /// PolicyAuthValue, [PolicyOR], Load, Unseal, FlushContext.
-    package func unseal(_ blob: SealedBlob, via branch: UnsealBranch) throws -> SecureBytes {
-        try authorize(blob, via: branch, command: AuthorizedCommand(use: .unseal, encryptsResponse: true) { [self] item, auth, encrypt, op, ctx in
+    package func unseal(_ blob: SealedBlob, via branch: UnsealBranch) throws(TPMError) -> SecureBytes {
+        try authorize(blob, via: branch, command: AuthorizedCommand(use: .unseal, encryptsResponse: true) { [self] item, auth, encrypt, op, ctx throws(TPMError) in
             try takeKey(try runUnseal(item, auth, encrypt, op, ctx), blob)
         })
     }
@@ -36,8 +36,8 @@ extension TPM {
     /// satisfied through `branch` (the gate's PolicySecret first, for an
     /// object made through the daemon's gate).
     func authorize<Output>(_ blob: SealedBlob, via branch: UnsealBranch,
-                           command: AuthorizedCommand<Output>) throws -> Output {
-        try withContext { ctx in
+                           command: AuthorizedCommand<Output>) throws(TPMError) -> Output {
+        try withContext { ctx throws(TPMError) in
             let srk = try storageRootKey(ctx)
             guard blob.srkName == srk.name else { throw TPMError.foreignBlob }
             if let gateName = blob.policy.gateName, installedGate?.name != gateName {
@@ -58,7 +58,7 @@ extension TPM {
             defer { flush(item, ctx) }
 
             var sessions: [ESYS_TR] = []
-            do {
+            do throws(TPMError) {
                 let out: Output
                 switch branch {
                 case .biometric:
@@ -84,12 +84,12 @@ extension TPM {
     }
 
     private func authorizeBiometric<Output>(_ blob: SealedBlob, item: ESYS_TR, _ command: AuthorizedCommand<Output>,
-                                            sessions: inout [ESYS_TR], _ ctx: OpaquePointer) throws -> Output {
+                                            sessions: inout [ESYS_TR], _ ctx: OpaquePointer) throws(TPMError) -> Output {
         let bio = blob.policy.biometric!
         if bio.counterAtMost != nil {
-            do {
+            do throws(TPMError) {
                 return try authorizeBiometricCondition(blob, bio, item: item, command, sessions: &sessions, ctx)
-            } catch let error as TPMError {
+            } catch {
                 if case .enrollmentChanged = error {
                     throw counterFailure(bio.nvIndex, recordedName: blob.nvName, otherwise: error, ctx)
                 }
@@ -104,9 +104,9 @@ extension TPM {
 
     private func authorizeBiometricCondition<Output>(_ blob: SealedBlob, _ bio: BiometricCondition, item: ESYS_TR,
                                                      _ command: AuthorizedCommand<Output>, sessions: inout [ESYS_TR],
-                                                     _ ctx: OpaquePointer) throws -> Output {
+                                                     _ ctx: OpaquePointer) throws(TPMError) -> Output {
         let nv: ESYS_TR
-        do { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.enrollmentChanged }
+        do throws(TPMError) { nv = try nvHandle(bio.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.enrollmentChanged }
         // The policy session proves the NV condition but does not encrypt:
         // with a non-empty authValue that is not in this branch's policy,
         // ESYS and the TPM would disagree on the encryption key and Unseal
@@ -123,7 +123,7 @@ extension TPM {
         var operand = try TPM2B_DIGEST(bytes: condition.operand)
         try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, policy, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                                 &operand, 0, TPM2_EO(condition.operation)), .policyNV, ctx)
-        do {
+        do throws(TPMError) {
             if blob.policy.passcode {
                 try policyOR(policy, blob, ctx)
             }
@@ -131,7 +131,7 @@ extension TPM {
             let encrypt = try startSession(ts_SE_HMAC, salted: true, attributes: ts_SESSION_ENCRYPT, ctx)
             sessions.append(encrypt)
             return try command.run(item, policy, encrypt, .unsealBiometric, ctx)
-        } catch let error as TPMError {
+        } catch {
             // PolicyNV held, so the state matches: a mismatch now is the boot
             // state (PCR 7) or an index replaced since sealing.
             if case .other = error { throw error }
@@ -158,7 +158,7 @@ extension TPM {
             var tr = known
             _ = Esys_TR_Close(ctx, &tr)
         }
-        do {
+        do throws(TPMError) {
             let current = try name(of: nvHandle(handle, ctx), ctx)
             return current == recordedName ? otherwise : .nvIndexReplaced(handle: handle)
         } catch TPMError.enrollmentIndexMissing {
@@ -170,7 +170,7 @@ extension TPM {
 
     private func authorizePasscode<Output>(_ blob: SealedBlob, item: ESYS_TR, passcode: PasscodeAuth,
                                            _ command: AuthorizedCommand<Output>, sessions: inout [ESYS_TR],
-                                           _ ctx: OpaquePointer) throws -> Output {
+                                           _ ctx: OpaquePointer) throws(TPMError) -> Output {
         // PolicyAuthValue: the TPM checks an HMAC keyed with the authValue;
         // the passcode itself never crosses the bus. The session is salted,
         // so the HMAC and the encrypted response reveal nothing to a sniffer.
@@ -183,9 +183,9 @@ extension TPM {
             // Scheme 2: the passcode counter at most the key's generation;
             // after a passcode change it is past it, for every copy.
             let nv: ESYS_TR
-            do { nv = try nvHandle(counter.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.passcodeChanged }
+            do throws(TPMError) { nv = try nvHandle(counter.nvIndex, ctx) } catch TPMError.enrollmentIndexMissing { throw TPMError.passcodeChanged }
             var operand = try TPM2B_DIGEST(bytes: counterOperand(counter.atMost))
-            do {
+            do throws(TPMError) {
                 try check(Esys_PolicyNV(ctx, ESYS_TR_RH_OWNER, nv, session, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
                                         &operand, 0, ts_EO_UNSIGNED_LE), .policyNVPasscode, ctx)
             } catch TPMError.passcodeChanged {
@@ -197,9 +197,9 @@ extension TPM {
         }
         try setAuth(item, blob.policy.gateName != nil ? gated(passcode) : passcode, ctx)
         defer { clearAuth(item, ctx) }
-        do {
+        do throws(TPMError) {
             return try command.run(item, session, ESYS_TR_NONE, .unsealPasscode, ctx)
-        } catch let error as TPMError {
+        } catch {
             // PolicyNV held on the index ESYS knows; a policy failure now is
             // an index whose name is not the one sealed to.
             if let counter = blob.policy.passcodeCounter, case .corruptedBlob = error {
@@ -210,13 +210,13 @@ extension TPM {
     }
 
     /// PolicySecret(gate) first, for a key sealed through the daemon's gate.
-    private func gate(_ blob: SealedBlob, _ session: ESYS_TR, _ ctx: OpaquePointer) throws {
+    private func gate(_ blob: SealedBlob, _ session: ESYS_TR, _ ctx: OpaquePointer) throws(TPMError) {
         guard blob.policy.gateName != nil, let gate = installedGate else { return }
         try policySecret(gate, on: session, ctx)
     }
 
     private func runUnseal(_ item: ESYS_TR, _ auth: ESYS_TR, _ encrypt: ESYS_TR, _ op: TPMOperation,
-                           _ ctx: OpaquePointer) throws -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
+                           _ ctx: OpaquePointer) throws(TPMError) -> UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>? {
         var out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?
         let rc = ResponseCode(Esys_Unseal(ctx, item, auth, encrypt, ESYS_TR_NONE, &out))
         wipeResponseParameters(ctx)
@@ -226,7 +226,7 @@ extension TPM {
 
     /// The response code of an authorized command: a policy that no longer
     /// holds fails here for single-branch keys.
-    func checkAuthorized(_ rc: ResponseCode, _ op: TPMOperation, _ ctx: OpaquePointer) throws {
+    func checkAuthorized(_ rc: ResponseCode, _ op: TPMOperation, _ ctx: OpaquePointer) throws(TPMError) {
         guard !rc.isSuccess else { return }
         if op == .unsealBiometric || op == .unsealPasscode, rc.isFromTPM, rc.base == ts_RC_POLICY_FAIL {
             throw TPMError.corruptedBlob(detail: "policy check failed")
@@ -252,7 +252,7 @@ extension TPM {
 
     /// Copies the unsealed bytes into a SecureBytes, wipes ESYS's buffer,
     /// frees it, and checks the bytes against the blob's check value.
-    private func takeKey(_ out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?, _ blob: SealedBlob) throws -> SecureBytes {
+    private func takeKey(_ out: UnsafeMutablePointer<TPM2B_SENSITIVE_DATA>?, _ blob: SealedBlob) throws(TPMError) -> SecureBytes {
         guard let out else { throw TPMError.other(code: 0, text: "TPM2_Unseal returned nothing") }
         defer { wipe(&out.pointee); Esys_Free(out) }
         let size = min(Int(out.pointee.size), MemoryLayout.size(ofValue: out.pointee.buffer))
@@ -267,7 +267,7 @@ extension TPM {
     /// public area whose policy is not the one recorded is refused first:
     /// the key could not be opened, and the error would be less clear later.
     /// `use`: what the object is for (the device-bound form's command).
-    func load(_ blob: SealedBlob, under srk: ESYS_TR, use: KeyUse = .unseal, _ ctx: OpaquePointer) throws -> ESYS_TR {
+    func load(_ blob: SealedBlob, under srk: ESYS_TR, use: KeyUse = .unseal, _ ctx: OpaquePointer) throws(TPMError) -> ESYS_TR {
         try loadObject(blob.publicArea, blob.privateArea, under: srk, unparsable: "its TPM structures do not parse",
                        policy: Self.authPolicy(of: blob, use: use), ctx)
     }
@@ -277,10 +277,10 @@ extension TPM {
     /// object's authPolicy. `unparsable`: the corruptedBlob detail when the
     /// areas do not parse.
     func loadObject(_ publicArea: [UInt8], _ privateArea: [UInt8], under parent: ESYS_TR, unparsable: String,
-                    policy: PolicyDigest? = nil, _ ctx: OpaquePointer) throws -> ESYS_TR {
+                    policy: PolicyDigest? = nil, _ ctx: OpaquePointer) throws(TPMError) -> ESYS_TR {
         var inPublic = TPM2B_PUBLIC()
         var inPrivate = TPM2B_PRIVATE()
-        do {
+        do throws(TPMError) {
             try unmarshal(publicArea, into: &inPublic, Tss2_MU_TPM2B_PUBLIC_Unmarshal)
             try unmarshal(privateArea, into: &inPrivate, Tss2_MU_TPM2B_PRIVATE_Unmarshal)
         } catch {

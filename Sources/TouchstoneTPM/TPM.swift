@@ -1,11 +1,12 @@
 internal import CTSS2
 import Foundation
+import Synchronization
 import TouchstoneSecure
 
 /// A TPM 2.0 reached through tpm2-tss (ESYS) over an explicit TCTI.
 ///
 /// One instance holds one connection; every public method is serialised by
-/// an internal lock (ESYS contexts are not thread-safe). When the connection
+/// an internal `Mutex` (ESYS contexts are not thread-safe). When the connection
 /// is lost (swtpm stopped, device gone) the method throws `.unreachable` and
 /// the next call reconnects, so a restarted TPM is picked up without a new
 /// instance.
@@ -14,7 +15,9 @@ import TouchstoneSecure
 /// returns, on success and on every error path: swtpm and TPMs without a
 /// resource manager would otherwise run out of slots (TPM_RC_OBJECT_MEMORY).
 package final class TPM: @unchecked Sendable {
-    // @unchecked Sendable: all mutable state is guarded by `lock`.
+    // @unchecked Sendable: all mutable state is guarded by `lock` (a
+    // Mutex over no value: the state is read by the helpers a locked
+    // operation calls, which take the ESYS context, not the state).
 
     /// The default TCTI: the kernel's resource-managed TPM device.
     package static let defaultTCTI = "device:/dev/tpmrm0"
@@ -26,12 +29,11 @@ package final class TPM: @unchecked Sendable {
     /// operation fails with `.storageKeyMismatch` (the state was made with
     /// another TPM, or the SRK was replaced).
     package var expectedSRKName: [UInt8]? {
-        lock.lock(); defer { lock.unlock() }
-        return pinnedSRKName
+        lock.withLock { _ in pinnedSRKName }
     }
     private var pinnedSRKName: [UInt8]?
 
-    private let lock = NSLock()
+    private let lock = Mutex(())
     private var connection: TCTIConnection?
     private let operationLock: SwtpmOperationLock?
     private var closedCommandCount = 0
@@ -43,7 +45,7 @@ package final class TPM: @unchecked Sendable {
 
     /// Opens the TPM at `tcti` (never a NULL or empty config: that would fall
     /// through to anything listening on localhost:2321).
-    package init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil, gate: TPMGate? = nil) throws {
+    package init(tcti: String = TPM.defaultTCTI, expectedSRKName: [UInt8]? = nil, gate: TPMGate? = nil) throws(TPMError) {
         self.tcti = tcti
         installedGate = gate
         pinnedSRKName = expectedSRKName
@@ -53,20 +55,20 @@ package final class TPM: @unchecked Sendable {
 
     /// TPM commands sent by this instance so far (across reconnections).
     package var commandCount: Int {
-        lock.lock(); defer { lock.unlock() }
-        return closedCommandCount + (connection?.commandCount ?? 0)
+        lock.withLock { _ in closedCommandCount + (connection?.commandCount ?? 0) }
     }
 
     /// Pins the SRK by name (a state folder's record of it): from now on the
     /// key at `srkHandle` must have this name, and its shape is not read
     /// again (one TPM command less per connection). A key already found
     /// with another name is refused at once.
-    package func pinStorageKey(name: [UInt8]) throws {
-        lock.lock(); defer { lock.unlock() }
-        if let srk, srk.name != name {
-            throw TPMError.storageKeyMismatch(detail: "the key at 0x81000001 is not the one this state was made with (another TPM, or the TPM was cleared)")
+    package func pinStorageKey(name: [UInt8]) throws(TPMError) {
+        try lock.withLock { _ throws(TPMError) in
+            if let srk, srk.name != name {
+                throw TPMError.storageKeyMismatch(detail: "the key at 0x81000001 is not the one this state was made with (another TPM, or the TPM was cleared)")
+            }
+            pinnedSRKName = name
         }
-        pinnedSRKName = name
     }
 
     /// Runs `body` with a live ESYS context, connecting first if needed.
@@ -74,29 +76,34 @@ package final class TPM: @unchecked Sendable {
     /// For a swtpm, every process takes `SwtpmOperationLock` around each
     /// operation: swtpm has no resource manager, so two processes' loaded
     /// objects would otherwise fill its three slots (TPM_RC_OBJECT_MEMORY).
-    func withContext<R>(_ body: (OpaquePointer) throws -> R) throws -> R {
-        lock.lock(); defer { lock.unlock() }
-        let turn = try operationLock?.acquire()
-        defer { turn.map { operationLock?.release($0) } }
-        if connection == nil {
-            connection = try TCTIConnection(tcti: tcti)
-        }
-        do {
-            do {
-                return try body(connection!.esys)
-            } catch TPMError.outOfMemory where operationLock != nil {
-                // A swtpm has no resource manager: a process killed in the
-                // middle of an operation leaves its loaded objects and
-                // sessions behind, and they fill the TPM's few slots. We
-                // hold the operation lock, so nothing loaded now belongs to
-                // a live operation: flush it all and try once more.
-                flushOrphans(connection!.esys)
-                return try body(connection!.esys)
+    func withContext<R>(_ body: (OpaquePointer) throws(TPMError) -> R) throws(TPMError) -> R {
+        // Mutex.withLock's result is `sending`: the result leaves through
+        // an optional the closure fills, so `R` need not be Sendable.
+        var result: R?
+        try lock.withLock { _ throws(TPMError) in
+            let turn = try operationLock?.acquire()
+            defer { turn.map { operationLock?.release($0) } }
+            if connection == nil {
+                connection = try TCTIConnection(tcti: tcti)
             }
-        } catch let error as TPMError {
-            if case .unreachable = error { dropConnection() }
-            throw error
+            do throws(TPMError) {
+                do throws(TPMError) {
+                    result = try body(connection!.esys)
+                } catch .outOfMemory where operationLock != nil {
+                    // A swtpm has no resource manager: a process killed in the
+                    // middle of an operation leaves its loaded objects and
+                    // sessions behind, and they fill the TPM's few slots. We
+                    // hold the operation lock, so nothing loaded now belongs to
+                    // a live operation: flush it all and try once more.
+                    flushOrphans(connection!.esys)
+                    result = try body(connection!.esys)
+                }
+            } catch {
+                if case .unreachable = error { dropConnection() }
+                throw error
+            }
         }
+        return result!
     }
 
     /// Flushes every transient object and loaded session on the TPM. Only
@@ -129,7 +136,7 @@ package final class TPM: @unchecked Sendable {
 
     /// Throws the typed error for `rc` unless it is success. Lockout errors
     /// carry the TPM's recovery interval, read on the spot.
-    func check(_ rc: TSS2_RC, _ operation: TPMOperation, _ ctx: OpaquePointer) throws {
+    func check(_ rc: TSS2_RC, _ operation: TPMOperation, _ ctx: OpaquePointer) throws(TPMError) {
         let code = ResponseCode(rc)
         guard !code.isSuccess else { return }
         throw TPMError.from(code, during: operation, recovery: {
@@ -148,8 +155,8 @@ package final class TPM: @unchecked Sendable {
 
     /// TPM2_Shutdown(CLEAR): an orderly shutdown, so that stopping a swtpm
     /// afterwards neither loses state nor counts as a DA failure.
-    package func shutdown() throws {
-        try withContext { ctx in
+    package func shutdown() throws(TPMError) {
+        try withContext { ctx throws(TPMError) in
             try check(Esys_Shutdown(ctx, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, ts_SU_CLEAR), .generic, ctx)
         }
     }
@@ -157,14 +164,14 @@ package final class TPM: @unchecked Sendable {
     // MARK: - Storage root key
 
     /// The SRK's name (nameAlg || H(public)): what a state directory pins.
-    package func storageKeyName() throws -> [UInt8] {
-        try withContext { ctx in try storageRootKey(ctx).name }
+    package func storageKeyName() throws(TPMError) -> [UInt8] {
+        try withContext { ctx throws(TPMError) in try storageRootKey(ctx).name }
     }
 
     /// The SRK: found at `srkHandle` and checked, or created from the TCG
     /// template (ECC P-256 storage primary in the owner hierarchy) and made
     /// persistent. Cached for the life of the connection.
-    func storageRootKey(_ ctx: OpaquePointer) throws -> (handle: ESYS_TR, name: [UInt8]) {
+    func storageRootKey(_ ctx: OpaquePointer) throws(TPMError) -> (handle: ESYS_TR, name: [UInt8]) {
         if let srk { return srk }
         var handle: ESYS_TR = ESYS_TR_NONE
         let rc = ResponseCode(Esys_TR_FromTPMPublic(ctx, Self.srkHandle, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &handle))
@@ -207,7 +214,7 @@ package final class TPM: @unchecked Sendable {
         return pub
     }
 
-    private func checkSRKShape(_ handle: ESYS_TR, _ ctx: OpaquePointer) throws {
+    private func checkSRKShape(_ handle: ESYS_TR, _ ctx: OpaquePointer) throws(TPMError) {
         var outPublic: UnsafeMutablePointer<TPM2B_PUBLIC>?
         var name: UnsafeMutablePointer<TPM2B_NAME>?
         var qualified: UnsafeMutablePointer<TPM2B_NAME>?
@@ -226,7 +233,7 @@ package final class TPM: @unchecked Sendable {
         }
     }
 
-    private func createPersistentSRK(_ ctx: OpaquePointer) throws -> (handle: ESYS_TR, name: [UInt8]) {
+    private func createPersistentSRK(_ ctx: OpaquePointer) throws(TPMError) -> (handle: ESYS_TR, name: [UInt8]) {
         var inPublic = Self.srkTemplate()
         var inSensitive = TPM2B_SENSITIVE_CREATE()
         var outsideInfo = TPM2B_DATA()
@@ -255,7 +262,7 @@ package final class TPM: @unchecked Sendable {
         return (persistent, try name(of: persistent, ctx))
     }
 
-    func name(of handle: ESYS_TR, _ ctx: OpaquePointer) throws -> [UInt8] {
+    func name(of handle: ESYS_TR, _ ctx: OpaquePointer) throws(TPMError) -> [UInt8] {
         var name: UnsafeMutablePointer<TPM2B_NAME>?
         try check(Esys_TR_GetName(ctx, handle, &name), .generic, ctx)
         defer { Esys_Free(name) }
@@ -276,7 +283,7 @@ package final class TPM: @unchecked Sendable {
     /// key is unknown to anyone on the bus) and may encrypt parameters.
     /// `attributes` excludes CONTINUESESSION: the session ends with the
     /// first command it authorises, so success paths need no extra flush.
-    func startSession(_ type: TPM2_SE, salted: Bool, attributes: TPMA_SESSION, _ ctx: OpaquePointer) throws -> ESYS_TR {
+    func startSession(_ type: TPM2_SE, salted: Bool, attributes: TPMA_SESSION, _ ctx: OpaquePointer) throws(TPMError) -> ESYS_TR {
         let tpmKey = salted ? try storageRootKey(ctx).handle : ESYS_TR_NONE
         var sym = salted ? Self.aes128CFB : { var s = TPMT_SYM_DEF(); s.algorithm = ts_ALG_NULL; return s }()
         var session: ESYS_TR = ESYS_TR_NONE
@@ -293,11 +300,11 @@ package final class TPM: @unchecked Sendable {
     // MARK: - PCRs
 
     /// The SHA-256 bank's PCR 7 (Secure Boot policy).
-    package func readPCR7() throws -> [UInt8] {
-        try withContext { ctx in try readPCR7(ctx) }
+    package func readPCR7() throws(TPMError) -> [UInt8] {
+        try withContext { ctx throws(TPMError) in try readPCR7(ctx) }
     }
 
-    func readPCR7(_ ctx: OpaquePointer) throws -> [UInt8] {
+    func readPCR7(_ ctx: OpaquePointer) throws(TPMError) -> [UInt8] {
         var selection = Self.pcr7Selection()
         var counter: UInt32 = 0
         var selectionOut: UnsafeMutablePointer<TPML_PCR_SELECTION>?

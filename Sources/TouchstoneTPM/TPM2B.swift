@@ -7,7 +7,7 @@ internal import CTSS2
 
 /// Copies `bytes` into the tuple `buffer`, returning the size to store.
 /// Throws when the bytes do not fit.
-func fillTuple<T>(_ buffer: inout T, with bytes: UnsafeRawBufferPointer, what: String) throws -> UInt16 {
+func fillTuple<T>(_ buffer: inout T, with bytes: UnsafeRawBufferPointer, what: String) throws(TPMError) -> UInt16 {
     let capacity = MemoryLayout<T>.size
     guard bytes.count <= capacity, bytes.count <= Int(UInt16.max) else {
         throw TPMError.invalidArgument("\(what) is \(bytes.count) bytes; at most \(capacity) fit")
@@ -29,10 +29,10 @@ func wipe<T>(_ value: inout T) {
 }
 
 extension TPM2B_DIGEST {
-    init(bytes: [UInt8]) throws {
+    init(bytes: [UInt8]) throws(TPMError) {
         self.init()
         var buffer = self.buffer
-        size = try bytes.withUnsafeBytes { try fillTuple(&buffer, with: $0, what: "digest") }
+        size = try bytes.withUnsafeBytes { bytes in Result { () throws(TPMError) in try fillTuple(&buffer, with: bytes, what: "digest") } }.get()
         self.buffer = buffer
     }
     var bytes: [UInt8] { tupleBytes(buffer, size: size) }
@@ -43,10 +43,10 @@ extension TPM2B_NAME {
 }
 
 extension TPM2B_MAX_NV_BUFFER {
-    init(bytes: [UInt8]) throws {
+    init(bytes: [UInt8]) throws(TPMError) {
         self.init()
         var buffer = self.buffer
-        size = try bytes.withUnsafeBytes { try fillTuple(&buffer, with: $0, what: "NV data") }
+        size = try bytes.withUnsafeBytes { bytes in Result { () throws(TPMError) in try fillTuple(&buffer, with: bytes, what: "NV data") } }.get()
         self.buffer = buffer
     }
     var bytes: [UInt8] { tupleBytes(buffer, size: size) }

@@ -10,7 +10,9 @@ extension TPMError {
         case .foreignBlob, .storageKeyMismatch: TPMFailure(.otherTPM, description)
         case .outOfMemory: TPMFailure(.outOfMemory, description)
         case .other(let code, _): TPMFailure(.failed, description, code: code)
-        default: TPMFailure(.failed, description)
+        case .enrollmentChanged, .bootStateChanged, .passcodeChanged, .nvIndexReplaced, .wrongPasscode, .lockout,
+             .corruptedBlob, .branchNotAvailable, .enrollmentIndexMissing, .nvIndexInUse, .invalidArgument:
+            TPMFailure(.failed, description)
         }
     }
 }

@@ -46,9 +46,9 @@ struct ClassKey {
 }
 
 extension Vault {
-    func classKeys() throws -> [Int64: ClassKey] {
+    func classKeys() throws(VaultError) -> [Int64: ClassKey] {
         var out: [Int64: ClassKey] = [:]
-        try db.query("SELECT id, kind, epoch, public, sealed, previous, generation, passcode_sealed FROM class_keys") { row in
+        try db.query("SELECT id, kind, epoch, public, sealed, previous, generation, passcode_sealed FROM class_keys") { row throws(VaultError) in
             let key = ClassKey(id: row.integer(0), kind: ClassKind(rawValue: row.text(1)),
                                epoch: row.isNull(2) ? nil : row.blob(2), publicKey: row.blob(3),
                                sealed: row.blob(4), previous: row.isNull(5) ? nil : row.blob(5),
@@ -59,7 +59,7 @@ extension Vault {
         return out
     }
 
-    func classKey(_ kind: ClassKind) throws -> ClassKey {
+    func classKey(_ kind: ClassKind) throws(VaultError) -> ClassKey {
         guard let key = try classKeys().values.filter({ $0.kind == kind }).max(by: { $0.id < $1.id }) else {
             throw VaultError.passcodeNotSet
         }
@@ -67,7 +67,7 @@ extension Vault {
     }
 
     /// The class key new items with `flag` are wrapped to.
-    func activeClassKey(for flag: AccessFlag) throws -> ClassKey {
+    func activeClassKey(for flag: AccessFlag) throws(VaultError) -> ClassKey {
         switch flag {
         case .devicePasscode: return try classKey(.passcode)
         case .biometryAny: return try classKey(.biometryAny)
@@ -85,13 +85,13 @@ extension Vault {
     }
 
     /// The enrolment counter's value now (its name checked).
-    func enrollmentGeneration() throws -> UInt64 {
+    func enrollmentGeneration() throws(VaultError) -> UInt64 {
         try readCounter(try requireCounter(.enrollment))
     }
 
     /// A new biometry-current-set key for `generation`, sealed and stored.
     @discardableResult
-    func insertCurrentSetKey(generation: UInt64) throws -> ClassKey {
+    func insertCurrentSetKey(generation: UInt64) throws(VaultError) -> ClassKey {
         let (pk, blob) = try sealCurrentSetKey(generation: generation)
         try insertCurrentSetKey(publicKey: pk, blob: blob, generation: generation)
         return ClassKey(id: db.lastInsertRowID, kind: .biometryCurrentSet, epoch: nil, publicKey: pk,
@@ -100,29 +100,29 @@ extension Vault {
 
     /// A fresh current-set key pair, its secret half sealed to the
     /// enrolment counter at most `generation` (the counter's name checked).
-    func sealCurrentSetKey(generation: UInt64) throws -> ([UInt8], SealedBlob) {
+    func sealCurrentSetKey(generation: UInt64) throws(VaultError) -> ([UInt8], SealedBlob) {
         let counter = try requireCounter(.enrollment)
         return try sealCurrentSetKey(generation: generation, counter: counter, names: try sealingNames([counter]))
     }
 
     /// The same with the counter and its checked name given.
-    func sealCurrentSetKey(generation: UInt64, counter: Counter, names: [UInt32: [UInt8]]) throws -> ([UInt8], SealedBlob) {
+    func sealCurrentSetKey(generation: UInt64, counter: Counter, names: [UInt32: [UInt8]]) throws(VaultError) -> ([UInt8], SealedBlob) {
         let (pk, sk) = Crypto.keyPair()
-        let blob = try withTPM {
+        let blob = try withTPM { () throws(TPMError) in
             try tpm.seal(sk, policy: .biometricOnly(BiometricCondition(counter: counter.handle, atMost: generation)),
                          expectedNames: names)
         }
         return (pk, blob)
     }
 
-    func insertCurrentSetKey(publicKey: [UInt8], blob: SealedBlob, generation: UInt64) throws {
+    func insertCurrentSetKey(publicKey: [UInt8], blob: SealedBlob, generation: UInt64) throws(VaultError) {
         try db.query("INSERT INTO class_keys(kind, public, sealed, generation, created) VALUES(?, ?, ?, ?, ?)",
                      [.text(ClassKind.biometryCurrentSet.rawValue), .blob(publicKey), .blob(blob.serialized()),
                       .integer(Int64(bitPattern: generation)), .real(Date().timeIntervalSince1970)])
     }
 
     /// Unseals a class key's secret half with `proof`, or explains why not.
-    func openClassKey(_ key: ClassKey, proof: VaultProof) throws -> SecureBytes {
+    func openClassKey(_ key: ClassKey, proof: VaultProof) throws(VaultError) -> SecureBytes {
         precondition(key.id != ClassKey.deviceID, "the device wrap is symmetric: no class key to open")
         if let opened = proof.openedClassKeys[key.id] { return opened }
         guard let kind = key.kind else { throw VaultError.corrupted("unknown class key kind") }
@@ -139,8 +139,9 @@ extension Vault {
                 if kind == .biometryAny { throw VaultError.authenticationRequired }
                 throw VaultError.itemInvalidated
             }
-            do {
-                return try withTPM { try tpm.unseal(try Self.blob(key.sealed), via: .biometric) }
+            let blob = try Self.blob(key.sealed)
+            do throws(VaultError) {
+                return try withTPM { () throws(TPMError) in try tpm.unseal(blob, via: .biometric) }
             } catch VaultError.tpm(.enrollmentChanged) {
                 throw VaultError.itemInvalidated
             }
@@ -150,21 +151,21 @@ extension Vault {
     /// Opens a passcode blob: scheme 2's with the salted authValue (the
     /// passcode counter known from its record, so no NV_ReadPublic), the
     /// first release's with the passcode's own.
-    func unsealWithPasscode(_ bytes: [UInt8], _ passcode: PasscodeAuth) throws -> SecureBytes {
+    func unsealWithPasscode(_ bytes: [UInt8], _ passcode: PasscodeAuth) throws(VaultError) -> SecureBytes {
         let blob = try Self.blob(bytes)
         var auth = passcode
         if blob.policy.passcodeCounter != nil {
             auth = passcode.salted(with: try passcodeSalt())
             try adoptPasscodeCounter()
         }
-        do {
-            return try withTPM { try tpm.unseal(blob, via: .passcode(auth)) }
+        do throws(VaultError) {
+            return try withTPM { () throws(TPMError) in try tpm.unseal(blob, via: .passcode(auth)) }
         } catch VaultError.tpm(.passcodeChanged) {
             throw VaultError.corrupted("the vault's passcode keys are older than the TPM's passcode counter (a copy from before a passcode change, or the counter was moved on)")
         }
     }
 
-    static func blob(_ bytes: [UInt8]) throws -> SealedBlob {
-        do { return try SealedBlob(serialized: bytes) } catch { throw VaultError.corrupted("a class key record") }
+    static func blob(_ bytes: [UInt8]) throws(VaultError) -> SealedBlob {
+        do throws(TPMError) { return try SealedBlob(serialized: bytes) } catch { throw VaultError.corrupted("a class key record") }
     }
 }

@@ -55,7 +55,7 @@ extension Vault {
     }
 
     /// The row's record cipher; an unknown one is damage.
-    static func cipher(of item: StoredItem) throws -> RecordCipher {
+    static func cipher(of item: StoredItem) throws(VaultError) -> RecordCipher {
         guard let cipher = RecordCipher(rawValue: item.cipher) else {
             throw VaultError.corrupted("an item's record names an unknown cipher (\(item.cipher))")
         }
@@ -72,12 +72,12 @@ extension Vault {
     static let damagedWrap = VaultError.corrupted("an item's wrapped keys are damaged")
 
     /// The item's wrapped keys, one per way in.
-    func wraps(of item: StoredItem) throws -> [Wrap] {
+    func wraps(of item: StoredItem) throws(VaultError) -> [Wrap] {
         guard let wraps = WrapCodec.decode(item.keys) else { throw Self.damagedWrap }
         return wraps
     }
 
-    func sealMetadata(_ attributes: ItemAttributes, _ cipher: RecordCipher) throws -> [UInt8] {
+    func sealMetadata(_ attributes: ItemAttributes, _ cipher: RecordCipher) throws(VaultError) -> [UInt8] {
         var plain = AttributeCodec.encode(attributes)
         defer { secureWipe(&plain) }
         return try metadataKeys.key(cipher).seal(plain, ad: Self.metadataAD)
@@ -87,11 +87,11 @@ extension Vault {
     /// the (service, account) whose hash found the row; when the attributes
     /// name exactly these, the row's lookup is their hash already (it was
     /// found by it), and the hash is not computed again.
-    func openMetadata(_ item: StoredItem, expected: (service: String, account: String)? = nil) throws -> ItemAttributes {
+    func openMetadata(_ item: StoredItem, expected: (service: String, account: String)? = nil) throws(VaultError) -> ItemAttributes {
         guard let plain = try metadataKeys.key(Self.cipher(of: item)).open(item.metadata, ad: Self.metadataAD) else {
             throw VaultError.corrupted("an item's attributes do not decrypt")
         }
-        let attributes = try plain.withUnsafeBytes { try Self.decodeAttributes($0) }
+        let attributes = try plain.withUnsafeBytes { bytes in Result { () throws(VaultError) in try Self.decodeAttributes(bytes) } }.get()
         // Bytes, not String ==: canonically equivalent strings hash differently.
         if let expected, Crypto.sameBytes(attributes.service, expected.service),
            Crypto.sameBytes(attributes.account, expected.account) {

@@ -8,7 +8,7 @@ extension Vault {
     /// (AttributeCodec), or JSON as the first release wrote it. Any
     /// malformed input is `corrupted`, never a trap (fuzzed:
     /// fuzz/ItemRecord.swift).
-    static func decodeAttributes(_ plain: UnsafeRawBufferPointer) throws -> ItemAttributes {
+    static func decodeAttributes(_ plain: UnsafeRawBufferPointer) throws(VaultError) -> ItemAttributes {
         if AttributeCodec.isBinary(plain.first) {
             guard let attributes = AttributeCodec.decode(plain) else {
                 throw VaultError.corrupted("an item's attributes do not parse")
@@ -17,7 +17,7 @@ extension Vault {
         }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .secondsSince1970
-        do {
+        do {  // JSONDecoder throws untyped errors: any of them is damage
             return try decoder.decode(ItemAttributes.self, from: Data(plain))
         } catch {
             throw VaultError.corrupted("an item's attributes do not parse")

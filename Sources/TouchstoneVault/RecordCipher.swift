@@ -138,18 +138,21 @@ struct AEADKey: @unchecked Sendable {
     /// and wipes the buffer; nil (and `body` not called) when the box does
     /// not open. For plaintext that is not key material and is used only
     /// briefly (an item's attributes on a read): no locked page is taken.
-    func open<R>(_ box: UnsafeBufferPointer<UInt8>, ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
+    func open<R, E: Error>(_ box: UnsafeBufferPointer<UInt8>, ad: [UInt8],
+                           _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R? {
         guard let count = plaintextCount(box) else { return nil }
-        return try withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { out in
+        // The outcome leaves the allocation's (untyped) closure as a Result.
+        let outcome: Result<R, E>? = withUnsafeTemporaryAllocation(byteCount: max(count, 1), alignment: 16) { out in
             defer { sodium_memzero(out.baseAddress, out.count) }
             let plain = UnsafeMutableRawBufferPointer(rebasing: out[0..<count])
             guard decrypt(box, ad: ad, into: plain) else { return nil }
-            return try body(UnsafeRawBufferPointer(plain))
+            return Result { () throws(E) in try body(UnsafeRawBufferPointer(plain)) }
         }
+        return try outcome?.get()
     }
 
-    func open<R>(_ box: [UInt8], ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R? {
-        try box.withUnsafeBufferPointer { try open($0, ad: ad, body) }
+    func open<R, E: Error>(_ box: [UInt8], ad: [UInt8], _ body: (UnsafeRawBufferPointer) throws(E) -> R) throws(E) -> R? {
+        try box.withUnsafeBufferPointer { pointer in Result { () throws(E) in try open(pointer, ad: ad, body) } }.get()
     }
 }
 
@@ -170,7 +173,7 @@ struct CipherKeys: Sendable {
 
     static func aesPurpose(_ purpose: String) -> String { purpose + "/aes-256-gcm" }
 
-    func key(_ cipher: RecordCipher) throws -> AEADKey {
+    func key(_ cipher: RecordCipher) throws(VaultError) -> AEADKey {
         switch cipher {
         case .xchacha20poly1305: return xchacha
         case .aes256gcm:

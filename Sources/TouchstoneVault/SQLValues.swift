@@ -24,7 +24,7 @@ package struct SQLRow {
     }
     /// Runs `body` on a blob column's bytes where SQLite holds them (valid
     /// while the row is current), without copying them.
-    func withBlob<R>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+    func withBlob<R, E: Error>(_ column: Int32, _ body: (UnsafeBufferPointer<UInt8>) throws(E) -> R) throws(E) -> R {
         let p = sqlite3_column_blob(statement, column)  // before _bytes, as SQLite documents
         let count = Int(sqlite3_column_bytes(statement, column))
         guard count > 0, let p else { return try body(UnsafeBufferPointer(start: nil, count: 0)) }

@@ -10,7 +10,7 @@ extension SQLiteDatabase {
     /// SQLite alone would take an empty file for a new database, and would
     /// read pages missing at the end as zeros where the log holds the
     /// header, so neither reaches it.
-    static func checkFile(_ path: String) throws {
+    static func checkFile(_ path: String) throws(VaultError) {
         var info = stat()
         guard stat(path, &info) == 0 else {
             throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(String(cString: strerror(errno)))"))

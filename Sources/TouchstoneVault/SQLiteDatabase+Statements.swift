@@ -6,8 +6,8 @@ extension SQLiteDatabase {
 
     /// Runs `body` with the prepared statement for `sql` (from the cache
     /// when idle there), `bindings` bound; resets it afterwards.
-    func withStatement<R>(_ sql: String, _ bindings: [SQLValue], _ body: (OpaquePointer) throws -> R) throws -> R {
-        try locked {
+    func withStatement<R>(_ sql: String, _ bindings: [SQLValue], _ body: (OpaquePointer) throws(VaultError) -> R) throws(VaultError) -> R {
+        try locked { () throws(VaultError) in
             let cached: CachedStatement?
             if let lastUsed, lastUsed.sql == sql {
                 cached = lastUsed.statement
@@ -50,7 +50,7 @@ extension SQLiteDatabase {
         }
     }
 
-    private func prepare(_ sql: String) throws -> OpaquePointer {
+    private func prepare(_ sql: String) throws(VaultError) -> OpaquePointer {
         var statement: OpaquePointer?
         let prepared = sqlite3_prepare_v2(handle, sql, -1, &statement, nil)
         guard prepared == SQLITE_OK, let statement else {

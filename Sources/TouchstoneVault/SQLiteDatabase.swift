@@ -42,7 +42,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Opens the database at `path`.
-    package init(path: String, mode: OpenMode = .create) throws {
+    package init(path: String, mode: OpenMode = .create) throws(VaultError) {
         self.path = path
         isReadOnly = mode == .readOnly
         if mode != .create { try Self.checkFile(path) }
@@ -69,7 +69,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
         }
         if !existed { chmod(path, 0o600) }
         sqlite3_busy_timeout(handle, 10_000)
-        do {
+        do throws(VaultError) {
             // A file that is not a database fails here, at the first read.
             if mode == .readOnly {
                 try execute("PRAGMA foreign_keys=ON")
@@ -100,8 +100,8 @@ package final class SQLiteDatabase: @unchecked Sendable {
         for attempt in 0..<attempts {
             var busy: Int64 = 1
             var logFrames: Int64 = -1
-            do {
-                try query("PRAGMA wal_checkpoint(TRUNCATE)") { row in
+            do throws(VaultError) {
+                try query("PRAGMA wal_checkpoint(TRUNCATE)") { row throws(VaultError) in
                     busy = row.integer(0)
                     logFrames = row.integer(1)
                 }
@@ -133,8 +133,8 @@ package final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Runs `sql` (one or more statements, no results).
-    package func execute(_ sql: String) throws {
-        try locked {
+    package func execute(_ sql: String) throws(VaultError) {
+        try locked { () throws(VaultError) in
             var error: UnsafeMutablePointer<CChar>?
             let rc = sqlite3_exec(handle, sql, nil, nil, &error)
             if rc != SQLITE_OK {
@@ -146,23 +146,23 @@ package final class SQLiteDatabase: @unchecked Sendable {
     }
 
     /// Runs a statement with `bindings`, calling `row` for each result row.
-    package func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws -> Void = { _ in }) throws {
-        try withStatement(sql, bindings) { statement in
+    package func query(_ sql: String, _ bindings: [SQLValue] = [], row: (SQLRow) throws(VaultError) -> Void = { _ in }) throws(VaultError) {
+        try withStatement(sql, bindings) { statement throws(VaultError) in
             while try step(statement) { try row(SQLRow(statement: statement)) }
         }
     }
 
     /// The rows of a query, each mapped by `transform`.
-    package func rows<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> [T] {
+    package func rows<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws(VaultError) -> T) throws(VaultError) -> [T] {
         var out: [T] = []
-        try query(sql, bindings) { out.append(try transform($0)) }
+        try query(sql, bindings) { row throws(VaultError) in out.append(try transform(row)) }
         return out
     }
 
     /// The first row of a query, mapped by `transform`, or nil when there
     /// is none; the statement stops there (for lookups by a unique key).
-    package func firstRow<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws -> T) throws -> T? {
-        try withStatement(sql, bindings) { statement in
+    package func firstRow<T>(_ sql: String, _ bindings: [SQLValue] = [], _ transform: (SQLRow) throws(VaultError) -> T) throws(VaultError) -> T? {
+        try withStatement(sql, bindings) { statement throws(VaultError) in
             try step(statement) ? try transform(SQLRow(statement: statement)) : nil
         }
     }
@@ -171,18 +171,18 @@ package final class SQLiteDatabase: @unchecked Sendable {
     /// unique key). The blob is bound in place, not copied (SQLITE_STATIC):
     /// the statement is reset, dropping the binding, before `key`'s
     /// storage is let go.
-    func firstRow<T>(_ sql: String, blob key: [UInt8], _ transform: (SQLRow) throws -> T) throws -> T? {
-        try key.withUnsafeBytes { raw in
-            try withStatement(sql, []) { statement in
+    func firstRow<T>(_ sql: String, blob key: [UInt8], _ transform: (SQLRow) throws(VaultError) -> T) throws(VaultError) -> T? {
+        try key.withUnsafeBytes { raw in Result { () throws(VaultError) in
+            try withStatement(sql, []) { statement throws(VaultError) in
                 let rc = sqlite3_bind_blob(statement, 1, raw.baseAddress, Int32(raw.count), nil)  // nil: SQLITE_STATIC
                 guard rc == SQLITE_OK else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
                 return try step(statement) ? try transform(SQLRow(statement: statement)) : nil
             }
-        }
+        } }.get()
     }
 
     /// One more row of `statement`: true when there is one, false when done.
-    private func step(_ statement: OpaquePointer) throws -> Bool {
+    private func step(_ statement: OpaquePointer) throws(VaultError) -> Bool {
         let rc = sqlite3_step(statement)
         if rc == SQLITE_DONE { return false }
         guard rc == SQLITE_ROW else { throw failure(rc, String(cString: sqlite3_errmsg(handle))) }
@@ -195,14 +195,26 @@ package final class SQLiteDatabase: @unchecked Sendable {
     /// Runs `body` in an IMMEDIATE transaction (the write lock is taken at
     /// once, so concurrent writers queue instead of deadlocking); rolls back
     /// on any error.
+    package func transaction<R>(_ body: () throws(VaultError) -> R) throws(VaultError) -> R {
+        try inTransaction(body, failing: { $0 })
+    }
+
+    /// `transaction` for a body that throws errors of its own (the daemon's
+    /// gate keeps its tables in a database of this kind).
     package func transaction<R>(_ body: () throws -> R) throws -> R {
-        try locked {
+        try inTransaction(body, failing: { $0 as any Error })
+    }
+
+    /// The transaction of both: `failing` makes the database's own
+    /// failures (BEGIN, COMMIT) errors of the body's type.
+    private func inTransaction<R, E: Error>(_ body: () throws(E) -> R, failing: (VaultError) -> E) throws(E) -> R {
+        try locked { () throws(E) in
             // Through the statement cache: sqlite3_exec would parse these
             // on every transaction.
-            try query("BEGIN IMMEDIATE")
-            do {
+            do throws(VaultError) { try query("BEGIN IMMEDIATE") } catch { throw failing(error) }
+            do throws(E) {
                 let result = try body()
-                try query("COMMIT")
+                do throws(VaultError) { try query("COMMIT") } catch { throw failing(error) }
                 return result
             } catch {
                 try? query("ROLLBACK")
@@ -211,7 +223,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
         }
     }
 
-    func locked<R>(_ body: () throws -> R) rethrows -> R {
+    func locked<R, E: Error>(_ body: () throws(E) -> R) throws(E) -> R {
         lock.lock(); defer { lock.unlock() }
         return try body()
     }

@@ -4,16 +4,21 @@
 enum Schema {
     static let current = 6
 
-    /// Migration `i` takes the schema from version i to i + 1, inside the
-    /// transaction that also sets the new version.
-    static let migrations: [@Sendable (SQLiteDatabase) throws -> Void] = [
-        { try $0.execute(firstRelease) },
-        moveWrapsIntoItems,
-        { try $0.execute(addCipherColumn) },
-        { try $0.execute(countersAndFingers) },
-        { try $0.execute(itemReferences) },
-        { try $0.execute(sshKeys) },  // Schema+SSHKeys.swift
-    ]
+    /// Migration `version` takes the schema from `version` to `version` + 1,
+    /// inside the transaction that also sets the new version. (A switch,
+    /// not an array of functions: an array of typed-throws functions
+    /// crashes Swift 6.3.1's SILGen.)
+    static func migrate(_ db: SQLiteDatabase, from version: Int) throws(VaultError) {
+        switch version {
+        case 0: try db.execute(firstRelease)
+        case 1: try moveWrapsIntoItems(db)
+        case 2: try db.execute(addCipherColumn)
+        case 3: try db.execute(countersAndFingers)
+        case 4: try db.execute(itemReferences)
+        case 5: try db.execute(sshKeys)  // Schema+SSHKeys.swift
+        default: preconditionFailure("no migration from version \(version)")
+        }
+    }
 
     /// 0 -> 1: the first release.
     static let firstRelease = """
@@ -49,11 +54,11 @@ enum Schema {
     /// own `keys` column (WrapCodec), so that an add writes one row and a get
     /// reads one. An item whose wraps rows cannot be read keeps an empty
     /// `keys`, which reads as corrupted, as its rows did.
-    static func moveWrapsIntoItems(_ db: SQLiteDatabase) throws {
+    static func moveWrapsIntoItems(_ db: SQLiteDatabase) throws(VaultError) {
         try db.execute("ALTER TABLE items ADD COLUMN keys BLOB NOT NULL DEFAULT x''")
         var byItem: [Int64: [Vault.Wrap]] = [:]
         var damaged = Set<Int64>()
-        try db.query("SELECT item_id, alternative, class_keys, wrapped FROM wraps ORDER BY item_id, alternative") { row in
+        try db.query("SELECT item_id, alternative, class_keys, wrapped FROM wraps ORDER BY item_id, alternative") { row throws(VaultError) in
             let id = row.integer(0)
             let alternative = Int(row.integer(1))
             let wrapped = row.blob(3)
@@ -120,7 +125,7 @@ enum Schema {
         CREATE INDEX attributes_by_item ON attributes(item_id);
         """
 
-    static func migrate(_ db: SQLiteDatabase) throws {
+    static func migrate(_ db: SQLiteDatabase) throws(VaultError) {
         var version = 0
         try db.query("PRAGMA user_version") { version = Int($0.integer(0)) }
         guard version <= current else { throw VaultError.futureSchema(version) }
@@ -137,8 +142,8 @@ enum Schema {
         }
         while version < current {
             let next = version + 1
-            try db.transaction {
-                try migrations[version](db)
+            try db.transaction { () throws(VaultError) in
+                try migrate(db, from: version)
                 try db.execute("PRAGMA user_version = \(next)")
             }
             version = next

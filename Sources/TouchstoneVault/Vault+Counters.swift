@@ -50,12 +50,12 @@ extension Vault {
     /// roles' names joined by ",".
     static let pendingKey = "pending_increments"
 
-    func counter(_ role: CounterRole) throws -> Counter? {
+    func counter(_ role: CounterRole) throws(VaultError) -> Counter? {
         guard let handle = try metaInt(role.handleKey), let name = try meta(role.nameKey) else { return nil }
         return Counter(role: role, handle: UInt32(truncatingIfNeeded: handle), name: name)
     }
 
-    func requireCounter(_ role: CounterRole) throws -> Counter {
+    func requireCounter(_ role: CounterRole) throws(VaultError) -> Counter {
         guard let counter = try counter(role) else { throw VaultError.passcodeNotSet }
         return counter
     }
@@ -65,14 +65,14 @@ extension Vault {
     }
 
     /// The generation the committed blobs of `role` are sealed for.
-    func committedGeneration(_ role: CounterRole) throws -> UInt64 {
+    func committedGeneration(_ role: CounterRole) throws(VaultError) -> UInt64 {
         guard let value = try metaInt(role.generationKey) else {
             throw VaultError.corrupted("the vault records no \(role.description) generation")
         }
         return UInt64(bitPattern: Int64(value))
     }
 
-    func setCommittedGeneration(_ role: CounterRole, _ value: UInt64?) throws {
+    func setCommittedGeneration(_ role: CounterRole, _ value: UInt64?) throws(VaultError) {
         try setMetaInt(role.generationKey, value.map { Int(Int64(bitPattern: $0)) })
     }
 
@@ -80,23 +80,23 @@ extension Vault {
     /// first (asked from the TPM afresh: NV_ReadPublic, then NV_Read). An
     /// index with another name was replaced by someone else:
     /// `nvIndexReplaced`, and its value is not trusted.
-    func readCounter(_ counter: Counter) throws -> UInt64 {
+    func readCounter(_ counter: Counter) throws(VaultError) -> UInt64 {
         try checkName(counter)
-        return try withTPM { try tpm.readCounter(counter.handle) }
+        return try withTPM { () throws(TPMError) in try tpm.readCounter(counter.handle) }
     }
 
     /// Throws `nvIndexReplaced` (or, for an index that is gone,
     /// `counterMissing`) unless the TPM's index at the counter's handle has
     /// the recorded name. Called before anything is sealed to a counter.
-    func checkName(_ counter: Counter) throws {
-        guard let current = try withTPM({ try tpm.currentNVName(counter.handle) }) else {
+    func checkName(_ counter: Counter) throws(VaultError) {
+        guard let current = try withTPM({ () throws(TPMError) in try tpm.currentNVName(counter.handle) }) else {
             throw VaultError.tpm(.nvIndexReplaced(handle: counter.handle))
         }
         guard current == counter.name else { throw VaultError.tpm(.nvIndexReplaced(handle: counter.handle)) }
     }
 
     /// The names the blobs about to be sealed rely on, checked.
-    func sealingNames(_ counters: [Counter]) throws -> [UInt32: [UInt8]] {
+    func sealingNames(_ counters: [Counter]) throws(VaultError) -> [UInt32: [UInt8]] {
         var names: [UInt32: [UInt8]] = [:]
         for counter in counters {
             try checkName(counter)
@@ -108,7 +108,7 @@ extension Vault {
     /// Makes the passcode counter known to the TPM layer from its record,
     /// so a passcode unseal needs no NV_ReadPublic (the TPM still checks
     /// the name: the policy names it).
-    func adoptPasscodeCounter() throws {
+    func adoptPasscodeCounter() throws(VaultError) {
         guard let counter = try counter(.passcode), let record = try meta(CounterRole.passcode.recordKey) else { return }
         tpm.adoptNVIndex(counter.handle, record: record)
     }
@@ -120,21 +120,21 @@ extension Vault {
     /// recorded before the definition: a definition cut short before the
     /// vault recorded it is found again and used (the authValue proves it
     /// is this vault's) instead of leaking an index.
-    func defineCounter(_ role: CounterRole) throws -> (Counter, UInt64) {
+    func defineCounter(_ role: CounterRole) throws(VaultError) -> (Counter, UInt64) {
         let auth = counterAuth(role)
         if let handle = try metaInt(role.definingKey).map({ UInt32(truncatingIfNeeded: $0) }),
            let value = try? tpm.incrementCounter(handle, auth: auth),
            let name = try? tpm.nvName(handle) {
             return (Counter(role: role, handle: handle, name: name), value)
         }
-        let handle = try withTPM { try tpm.freeCounterIndex() }
+        let handle = try withTPM { () throws(TPMError) in try tpm.freeCounterIndex() }
         try setMetaInt(role.definingKey, Int(handle))
-        let (value, name) = try withTPM { try tpm.defineCounter(handle, auth: auth) }
+        let (value, name) = try withTPM { () throws(TPMError) in try tpm.defineCounter(handle, auth: auth) }
         return (Counter(role: role, handle: handle, name: name), value)
     }
 
     /// Records a defined counter (inside the caller's transaction).
-    func recordCounter(_ counter: Counter, generation: UInt64) throws {
+    func recordCounter(_ counter: Counter, generation: UInt64) throws(VaultError) {
         try setMetaInt(counter.role.handleKey, Int(counter.handle))
         try setMeta(counter.role.nameKey, counter.name)
         try setMeta(counter.role.recordKey, (try? tpm.nvIndexRecord(counter.handle)) ?? [])
@@ -144,7 +144,7 @@ extension Vault {
 
     /// Forgets the counter (inside the caller's transaction); the caller
     /// undefines it after the commit.
-    func forgetCounter(_ role: CounterRole) throws {
+    func forgetCounter(_ role: CounterRole) throws(VaultError) {
         for key in [role.handleKey, role.nameKey, role.recordKey, role.generationKey, role.definingKey] {
             try setMeta(key, nil)
         }
@@ -154,13 +154,13 @@ extension Vault {
 
     /// Marks an increment of `role` pending (inside the transaction that
     /// commits the blobs for the next generation).
-    func markPending(_ role: CounterRole) throws {
+    func markPending(_ role: CounterRole) throws(VaultError) {
         var roles = try pendingRoles()
         roles.insert(role)
         try setMeta(Self.pendingKey, Array(roles.map(\.rawValue).sorted().joined(separator: ",").utf8))
     }
 
-    func pendingRoles() throws -> Set<CounterRole> {
+    func pendingRoles() throws(VaultError) -> Set<CounterRole> {
         guard let bytes = try meta(Self.pendingKey) else { return [] }
         return Set(String(decoding: bytes, as: UTF8.self).split(separator: ",").compactMap { CounterRole(rawValue: String($0)) })
     }
@@ -171,14 +171,14 @@ extension Vault {
     /// processes never both increment for one change. A counter ahead of
     /// the vault, or more than one behind, is not this vault's doing:
     /// `.corrupted` naming it (the change it would take cannot be known).
-    func completeIncrement(_ role: CounterRole) throws {
-        try db.transaction {
+    func completeIncrement(_ role: CounterRole) throws(VaultError) {
+        try db.transaction { () throws(VaultError) in
             guard try pendingRoles().contains(role) else { return }
             let counter = try requireCounter(role)
             let committed = try committedGeneration(role)
             let value = try readCounter(counter)
             if value + 1 == committed {
-                _ = try withTPM { try tpm.incrementCounter(counter.handle, auth: counterAuth(role)) }
+                _ = try withTPM { () throws(TPMError) in try tpm.incrementCounter(counter.handle, auth: counterAuth(role)) }
             } else if value != committed {
                 throw VaultError.corrupted("the TPM's \(role.description) is at \(value), the vault's keys are for \(committed)")
             }
@@ -189,7 +189,7 @@ extension Vault {
     }
 
     /// Finishes what a change cut short left marked (at opening).
-    func completePendingIncrements() throws {
+    func completePendingIncrements() throws(VaultError) {
         for role in try pendingRoles() where !db.isReadOnly {
             try completeIncrement(role)
             try removeSuperseded(role)
@@ -199,9 +199,9 @@ extension Vault {
     /// After an increment: the blobs and records of earlier generations,
     /// which can never open again, are deleted (zeroed with secure_delete)
     /// and the log truncated.
-    func removeSuperseded(_ role: CounterRole) throws {
+    func removeSuperseded(_ role: CounterRole) throws(VaultError) {
         let generation = try committedGeneration(role)
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             switch role {
             case .enrollment:
                 try db.query("DELETE FROM fingers WHERE generation < ?", [.integer(Int64(bitPattern: generation))])

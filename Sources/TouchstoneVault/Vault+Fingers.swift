@@ -52,7 +52,7 @@ extension Vault {
     /// counter is at (its name checked), opened and checked. Throws
     /// `passcodeNotSet` without a passcode, `fingersTampered` when the
     /// record is missing, altered or not this vault's.
-    package func enrolledFingers() throws -> EnrolledFingers {
+    package func enrolledFingers() throws(VaultError) -> EnrolledFingers {
         let counter = try requireCounter(.enrollment)
         if let problem = try meta(Self.fingersProblemKey) {
             throw VaultError.fingersTampered(String(decoding: problem, as: UTF8.self))
@@ -75,13 +75,13 @@ extension Vault {
 
     /// The enrolled fingers' names (none without a passcode); throws as
     /// `enrolledFingers` when they cannot be trusted.
-    package func enrolledFingerNames() throws -> [Finger] {
+    package func enrolledFingerNames() throws(VaultError) -> [Finger] {
         guard isPasscodeSet else { return [] }
         return try enrolledFingers().fingers
     }
 
     /// The domain state now (nil without a passcode).
-    package func currentDomainState() throws -> [UInt8]? {
+    package func currentDomainState() throws(VaultError) -> [UInt8]? {
         guard isPasscodeSet else { return nil }
         return try enrolledFingers().domainState
     }
@@ -99,7 +99,7 @@ extension Vault {
     /// deleted. Before the increment the old set is the live one (and its
     /// keys open); after it the new one, and the old keys never again.
     @discardableResult
-    package func changeFingers(to prints: [EnrolledPrint], reader: ReaderIdentity?, proof: VaultProof) throws -> EnrolledFingers {
+    package func changeFingers(to prints: [EnrolledPrint], reader: ReaderIdentity?, proof: VaultProof) throws(VaultError) -> EnrolledFingers {
         try requireWritable()
         guard let passcode = proof.passcode else { throw VaultError.authenticationRequired }
         let passcodeKey = try passcodeClassKey()
@@ -126,7 +126,7 @@ extension Vault {
         let names = try sealingNames([counter])
         let any = try classKey(.biometryAny)
         let anySecret = try biometryAnySecret(any, passcode: passcode)
-        let anyBlob = try withTPM {
+        let anyBlob = try withTPM { () throws(TPMError) in
             try tpm.seal(anySecret, policy: .biometricOnly(BiometricCondition(counter: counter.handle, atMost: next)),
                          expectedNames: names)
         }
@@ -135,7 +135,7 @@ extension Vault {
                                   domainState: domainState(reader: reader, prints: prints, generation: next))
         let record = try sealFingers(set)
         try step("fingers-sealed")
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             // Another process's change since the reads above: its set would
             // be lost under this one.
             guard try committedGeneration(.enrollment) == committed, try !pendingRoles().contains(.enrollment) else {
@@ -159,7 +159,7 @@ extension Vault {
 
     // MARK: - Records
 
-    func storeFingers(_ sealed: [UInt8], generation: UInt64) throws {
+    func storeFingers(_ sealed: [UInt8], generation: UInt64) throws(VaultError) {
         try db.query("INSERT OR REPLACE INTO fingers(generation, sealed) VALUES(?, ?)",
                      [.integer(Int64(bitPattern: generation)), .blob(sealed)])
     }
@@ -173,7 +173,7 @@ extension Vault {
 
     /// version, reader (present flag, driver, device id), domain state,
     /// then each print: finger name, data.
-    func sealFingers(_ set: EnrolledFingers) throws -> [UInt8] {
+    func sealFingers(_ set: EnrolledFingers) throws(VaultError) -> [UInt8] {
         var writer = ByteWriter(capacity: 64 + set.prints.reduce(0) { $0 + $1.data.count + 32 })
         writer.u8(Self.fingersRecordVersion)
         if let reader = set.reader {
@@ -194,7 +194,7 @@ extension Vault {
         return fingersKey.seal(plaintext, ad: Self.fingersAD(generation: set.generation))
     }
 
-    func openFingers(_ sealed: [UInt8], generation: UInt64) throws -> EnrolledFingers {
+    func openFingers(_ sealed: [UInt8], generation: UInt64) throws(VaultError) -> EnrolledFingers {
         let tampered = VaultError.fingersTampered("its record for the current enrolment does not open: altered, or not this vault's")
         let decoded: EnrolledFingers?? = fingersKey.open(sealed, ad: Self.fingersAD(generation: generation)) { plaintext in
             try? Self.decodeFingers(Array(plaintext), generation: generation)
@@ -206,7 +206,7 @@ extension Vault {
         return set
     }
 
-    static func decodeFingers(_ bytes: [UInt8], generation: UInt64) throws -> EnrolledFingers {
+    static func decodeFingers(_ bytes: [UInt8], generation: UInt64) throws(ByteReader.Truncated) -> EnrolledFingers {
         var reader = ByteReader(bytes)
         guard try reader.u8("version") == fingersRecordVersion else { throw ByteReader.Truncated(what: "version") }
         var identity: ReaderIdentity?

@@ -4,7 +4,7 @@ import TouchstoneSecure
 /// opened again through a way that a proof satisfies.
 extension Vault {
     /// `key` ready for the row cipher `cipher`.
-    static func itemAEAD(_ key: SecureBytes, _ cipher: RecordCipher) throws -> AEADKey {
+    static func itemAEAD(_ key: SecureBytes, _ cipher: RecordCipher) throws(VaultError) -> AEADKey {
         guard let aead = AEADKey(key, cipher: cipher) else { throw cipher.unavailable }
         return aead
     }
@@ -12,10 +12,10 @@ extension Vault {
     /// The item key wrapped once per alternative of `access`: sealed boxes
     /// to the alternative's class keys (nested for "and"), so adding needs no
     /// authentication.
-    func wrap(_ itemKey: SecureBytes, for access: AccessControl) throws -> [Wrap] {
+    func wrap(_ itemKey: SecureBytes, for access: AccessControl) throws(VaultError) -> [Wrap] {
         var wraps: [Wrap] = []
         for (n, alternative) in access.alternatives.enumerated() {
-            let keys: [(Int64, [UInt8])] = try alternative.map { let k = try activeClassKey(for: $0); return (k.id, k.publicKey) }
+            let keys: [(Int64, [UInt8])] = try alternative.map { flag throws(VaultError) in let k = try activeClassKey(for: flag); return (k.id, k.publicKey) }
             // The first box is the item key itself: wiped once sealed. The
             // array is the only reference to its storage when it is wiped
             // (a copy would make the wipe land on a copy).
@@ -41,7 +41,7 @@ extension Vault {
     /// The key the item's secret is sealed under: its item key, or for an
     /// access-`none` item of schema 3 the device key itself.
     func secretKey(_ item: StoredItem, access: AccessControl, name: (service: String, account: String),
-                   proof: VaultProof) throws -> AEADKey {
+                   proof: VaultProof) throws(VaultError) -> AEADKey {
         let cipher = try Self.cipher(of: item)
         guard let itemKey = try openItemKey(item, access: access, name: name, proof: proof) else { return try deviceKeys.key(cipher) }
         return try Self.itemAEAD(itemKey, cipher)
@@ -52,7 +52,7 @@ extension Vault {
     /// the device key). `name`: the item's service and account, for
     /// messages.
     func openItemKey(_ item: StoredItem, access: AccessControl, name: (service: String, account: String),
-                     proof: VaultProof) throws -> SecureBytes? {
+                     proof: VaultProof) throws(VaultError) -> SecureBytes? {
         let wraps = try wraps(of: item)
         guard Self.ways(wraps, match: access) else {
             throw VaultError.corrupted("the wrapped keys of \(name.service)/\(name.account) do not match its access control (\(wraps.count) for \(access.alternativeCount) ways in)")
@@ -81,7 +81,7 @@ extension Vault {
             if (needsPasscode && proof.passcode == nil) || (needsMatch && !proof.biometricMatch) {
                 continue
             }
-            do {
+            do throws(VaultError) {
                 var box = wrap.wrapped
                 for key in keys.reversed() {
                     let secretKey = try openClassKey(key, proof: proof)
@@ -105,13 +105,13 @@ extension Vault {
     /// biometry-current-set alternative whose enrolment set is gone, or one
     /// whose class key went with the passcode, is dropped. Throws
     /// `itemInvalidated` when none is left.
-    package func openAccess(service: String, account: String) throws -> AccessControl {
+    package func openAccess(service: String, account: String) throws(VaultError) -> AccessControl {
         let (item, attributes) = try load(service: service, account: account)
         return try openAccess(item, attributes)
     }
 
     /// The ways in of a loaded item that are still open.
-    func openAccess(_ item: StoredItem, _ attributes: ItemAttributes) throws -> AccessControl {
+    func openAccess(_ item: StoredItem, _ attributes: ItemAttributes) throws(VaultError) -> AccessControl {
         let (service, account) = (attributes.service, attributes.account)
         let classKeys = try classKeys()
         let wraps = try wraps(of: item)

@@ -10,7 +10,7 @@ extension Vault {
     /// Stores a new item. Needs no authentication (as SecItemAdd); the
     /// passcode must be set for any access other than `none`. An item of
     /// that service and account already there is `duplicateItem`.
-    package func add(_ secret: SecureBytes, attributes: ItemAttributes) throws {
+    package func add(_ secret: SecureBytes, attributes: ItemAttributes) throws(VaultError) {
         _ = try add(secret, attributes: attributes, rule: .refuseDuplicateName)
     }
 
@@ -31,11 +31,11 @@ extension Vault {
     /// the items it replaced. An item with a search attribute set (a Secret
     /// Service item) may hold an empty secret.
     package func add(_ secret: SecureBytes, attributes: ItemAttributes,
-                     rule: AddRule) throws -> (ItemReference, replaced: [ItemReference]) {
+                     rule: AddRule) throws(VaultError) -> (ItemReference, replaced: [ItemReference]) {
         try validate(attributes)
         try requireWritable()
         let row = try makeRow(secret, attributes)
-        return try db.transaction {
+        return try db.transaction { () throws(VaultError) in
             var replaced: [Int64] = []
             switch rule {
             case .refuseDuplicateName:
@@ -62,7 +62,7 @@ extension Vault {
         let cipher: RecordCipher
     }
 
-    func makeRow(_ secret: SecureBytes, _ attributes: ItemAttributes) throws -> NewRow {
+    func makeRow(_ secret: SecureBytes, _ attributes: ItemAttributes) throws(VaultError) -> NewRow {
         let smallest = attributes.searchAttributes == nil ? 1 : 0
         guard (smallest...Self.maximumSecretSize).contains(secret.count) else {
             throw VaultError.invalidInput("a secret is \(smallest) byte\(smallest == 1 ? "" : "s") to 1 MiB, not \(secret.count) bytes")
@@ -88,7 +88,7 @@ extension Vault {
                       keys: WrapCodec.encode(wraps), cipher: cipher)
     }
 
-    func validate(_ a: ItemAttributes) throws {
+    func validate(_ a: ItemAttributes) throws(VaultError) {
         for (name, value) in [("service", a.service), ("account", a.account)] {
             guard !value.isEmpty else { throw VaultError.invalidInput("the \(name) is empty") }
         }
@@ -114,7 +114,7 @@ extension Vault {
     /// The item for (service, account), its attributes checked. A missing
     /// row whose lookup hash was altered is found by its attributes and
     /// reported as corrupted, not as missing.
-    func load(service: String, account: String) throws -> (StoredItem, ItemAttributes) {
+    func load(service: String, account: String) throws(VaultError) -> (StoredItem, ItemAttributes) {
         let lookup = lookupHash(service: service, account: account)
         if let item = try row(lookup: lookup) {
             let attributes = try openMetadata(item, expected: (service, account))
@@ -135,7 +135,7 @@ extension Vault {
     }
 
     /// The attributes of one item (no authentication).
-    package func attributes(service: String, account: String) throws -> ItemAttributes {
+    package func attributes(service: String, account: String) throws(VaultError) -> ItemAttributes {
         try load(service: service, account: account).1
     }
 
@@ -151,10 +151,10 @@ extension Vault {
     /// another item's record, a first-release JSON record, a wrapped key
     /// that does not open) goes through `load` and `openItemKey`, which say
     /// what.
-    package func secret(service: String, account: String, proof: VaultProof) throws -> SecureBytes {
+    package func secret(service: String, account: String, proof: VaultProof) throws(VaultError) -> SecureBytes {
         let name = (service: service, account: account)
         let lookup = lookupHash(service: service, account: account)
-        let found = try db.firstRow(Self.rowByLookup, blob: lookup) { try read($0, lookup: lookup, name: name) }
+        let found = try db.firstRow(Self.rowByLookup, blob: lookup) { row throws(VaultError) in try read(row, lookup: lookup, name: name) }
         let item: StoredItem, access: AccessControl
         switch found {
         case .opened(let secret)?:
@@ -166,7 +166,9 @@ extension Vault {
             (item, access) = (loaded, attributes.access)
         }
         let key = try secretKey(item, access: access, name: name, proof: proof)
-        return try item.secret.withUnsafeBufferPointer { try openSecret($0, key, lookup: item.lookup, access: access, name: name) }
+        return try item.secret.withUnsafeBufferPointer { box in
+            Result { () throws(VaultError) in try openSecret(box, key, lookup: item.lookup, access: access, name: name) }
+        }.get()
     }
 
     /// What a read found in the current row.
@@ -180,7 +182,7 @@ extension Vault {
     }
 
     /// A read's work on the current row of `rowByLookup`.
-    private func read(_ row: SQLRow, lookup: [UInt8], name: (service: String, account: String)) throws -> RowRead {
+    private func read(_ row: SQLRow, lookup: [UInt8], name: (service: String, account: String)) throws(VaultError) -> RowRead {
         guard let cipher = RecordCipher(rawValue: row.integer(4)), let metadataKey = try? metadataKeys.key(cipher) else {
             return .unusual
         }
@@ -215,12 +217,12 @@ extension Vault {
         case .wrapped(let itemKey): key = try Self.itemAEAD(itemKey, cipher)
         case .damaged: return .unusual
         }
-        return .opened(try row.withBlob(2) { try openSecret($0, key, lookup: lookup, access: access, name: name) })
+        return .opened(try row.withBlob(2) { box throws(VaultError) in try openSecret(box, key, lookup: lookup, access: access, name: name) })
     }
 
     /// The secret in `box`, under `key` (the item's, or the device key).
     private func openSecret(_ box: UnsafeBufferPointer<UInt8>, _ key: AEADKey,
-                            lookup: [UInt8], access: AccessControl, name: (service: String, account: String)) throws -> SecureBytes {
+                            lookup: [UInt8], access: AccessControl, name: (service: String, account: String)) throws(VaultError) -> SecureBytes {
         guard let secret = key.open(box, ad: Self.secretAD(lookup: lookup, access: access)) else {
             throw VaultError.corrupted("the secret of \(name.service)/\(name.account) does not decrypt")
         }
@@ -233,7 +235,7 @@ extension Vault {
     /// and/or the label, comment and generic data (no authentication).
     package func update(service: String, account: String, secret newSecret: SecureBytes? = nil,
                        label: String?? = nil, comment: String?? = nil, generic: Data?? = nil,
-                       proof: VaultProof = .none) throws {
+                       proof: VaultProof = .none) throws(VaultError) {
         try requireWritable()
         let (item, old) = try load(service: service, account: account)
         var attributes = old
@@ -256,7 +258,7 @@ extension Vault {
 
     /// Deletes the item (no authentication, as SecItemDelete): of several
     /// of that name, the newest. A corrupted item can be deleted too.
-    package func delete(service: String, account: String) throws {
+    package func delete(service: String, account: String) throws(VaultError) {
         try requireWritable()
         let lookup = lookupHash(service: service, account: account)
         try db.query("DELETE FROM items WHERE id = (SELECT id FROM items WHERE lookup = ? ORDER BY id DESC LIMIT 1)", [.blob(lookup)])
@@ -270,7 +272,7 @@ extension Vault {
 
     /// Every item's attributes and state, without authentication and without
     /// any secret. One bad record is listed as corrupted; the rest are listed.
-    package func list(service: String? = nil) throws -> [ListedItem] {
+    package func list(service: String? = nil) throws(VaultError) -> [ListedItem] {
         let states = StateReader(self)
         var out: [ListedItem] = []
         for item in try allRows() {

@@ -12,7 +12,7 @@ extension Vault {
     /// Internal, for the memory-scan tests (MemoryScanTests in a stopped
     /// `touchstone` process, SecretsInMemoryTests in the test process),
     /// which search memory for each of these keys.
-    func keyInventory(tpm: TPM, proof: VaultProof, service: String, accounts: [String]) throws -> [(label: String, key: SecureBytes)] {
+    func keyInventory(tpm: TPM, proof: VaultProof, service: String, accounts: [String]) throws(VaultError) -> [(label: String, key: SecureBytes)] {
         let root = try Self.rootKey(db, tpm)
         var keys: [(label: String, key: SecureBytes)] = [
             ("root key", root), ("metadata key", metadataKey), ("lookup key", lookupKey), ("device wrap key", deviceKey),
@@ -43,7 +43,7 @@ extension Vault {
 
     /// The authValue of the ssh key `name`, opened with `proof` (nil for a
     /// key whose policy has no PolicyAuthValue branch): for the memory scans.
-    func sshAuthValue(name: String, proof: VaultProof) throws -> SecureBytes? {
+    func sshAuthValue(name: String, proof: VaultProof) throws(VaultError) -> SecureBytes? {
         let (row, info) = try loadSSHKey(name)
         guard let authAccess = Self.authAccess(info.access) else { return nil }
         return try openItemKey(row.asItem, access: authAccess, name: ("ssh key", name), proof: proof)

@@ -21,7 +21,7 @@ extension Vault {
 
     package var isPasscodeSet: Bool { ((try? counter(.passcode)) ?? nil) != nil }
 
-    func passcodeSalt() throws -> [UInt8] {
+    func passcodeSalt() throws(VaultError) -> [UInt8] {
         guard let salt = try meta(Self.saltKey), salt.count == PasscodeAuth.saltSize else {
             throw VaultError.corrupted("the vault's passcode salt")
         }
@@ -29,11 +29,11 @@ extension Vault {
     }
 
     /// Sets the first passcode.
-    package func setPasscode(_ passcode: PasscodeAuth) throws {
+    package func setPasscode(_ passcode: PasscodeAuth) throws(VaultError) {
         try requireWritable()
         guard !isPasscodeSet else { throw VaultError.passcodeAlreadySet }
         var defined: [Counter] = []
-        do {
+        do throws(VaultError) {
             let (enrollment, generation) = try defineCounter(.enrollment)
             defined.append(enrollment)
             let (passcodeCounter, passcodeGeneration) = try defineCounter(.passcode)
@@ -45,17 +45,17 @@ extension Vault {
             let biometricPolicy = SealPolicy.biometricOnly(BiometricCondition(counter: enrollment.handle, atMost: generation))
 
             let (passPK, passSK) = Crypto.keyPair()
-            let passBlob = try withTPM { try tpm.seal(passSK, policy: passcodePolicy, passcode: auth, expectedNames: names) }
+            let passBlob = try withTPM { () throws(TPMError) in try tpm.seal(passSK, policy: passcodePolicy, passcode: auth, expectedNames: names) }
             let (anyPK, anySK) = Crypto.keyPair()
-            let anyBlob = try withTPM { try tpm.seal(anySK, policy: biometricPolicy, expectedNames: names) }
+            let anyBlob = try withTPM { () throws(TPMError) in try tpm.seal(anySK, policy: biometricPolicy, expectedNames: names) }
             // Daemon mode: biometry-any has no passcode blob (the daemon
             // opens its biometric blob itself at an enrolment change).
             let anyPasscodeBlob = hasPasscodeBranchForBiometryAny
-                ? try withTPM { try tpm.seal(anySK, policy: passcodePolicy, passcode: auth, expectedNames: names) } : nil
+                ? try withTPM { () throws(TPMError) in try tpm.seal(anySK, policy: passcodePolicy, passcode: auth, expectedNames: names) } : nil
             let (currentPK, currentBlob) = try sealCurrentSetKey(generation: generation, counter: enrollment, names: names)
             let fingers = try sealFingers(EnrolledFingers(reader: nil, prints: [], generation: generation,
                                                           domainState: domainState(reader: nil, prints: [], generation: generation)))
-            try db.transaction {
+            try db.transaction { () throws(VaultError) in
                 let now = Date().timeIntervalSince1970
                 try db.query("INSERT INTO class_keys(kind, public, sealed, created) VALUES('passcode', ?, ?, ?)",
                              [.blob(passPK), .blob(passBlob.serialized()), .real(now)])
@@ -85,7 +85,7 @@ extension Vault {
     /// passcode blobs (unsalted authValue, no counter): the first proof
     /// seals them anew as scheme 2's, once.
     @discardableResult
-    package func verifyPasscode(_ passcode: PasscodeAuth) throws -> VaultProof {
+    package func verifyPasscode(_ passcode: PasscodeAuth) throws(VaultError) -> VaultProof {
         let key = try passcodeClassKey()
         var proof = VaultProof(passcode: passcode)
         let secret = try openClassKey(key, proof: proof)
@@ -99,21 +99,21 @@ extension Vault {
     /// The passcode class key's record as the vault holds it now (its id
     /// and its blob, neither secret): a secret the TPM opened from that
     /// record is its secret for as long as the record is the same.
-    package func passcodeKeyRecord() throws -> [UInt8] { Self.record(of: try passcodeClassKey()) }
+    package func passcodeKeyRecord() throws(VaultError) -> [UInt8] { Self.record(of: try passcodeClassKey()) }
 
     private static func record(of key: ClassKey) -> [UInt8] {
         withUnsafeBytes(of: key.id.littleEndian) { Array($0) } + key.sealed
     }
 
     /// The passcode class key's secret in `proof`, when proving opened it.
-    package func openedPasscodeKey(in proof: VaultProof) throws -> SecureBytes? {
+    package func openedPasscodeKey(in proof: VaultProof) throws(VaultError) -> SecureBytes? {
         proof.openedClassKeys[try passcodeClassKey().id]
     }
 
     /// A passcode proof made of a secret the TPM opened earlier for this
     /// passcode (`openedPasscodeKey`), while `passcodeKeyRecord()` is still
     /// `record`; nil when the record changed since (the TPM must decide).
-    package func passcodeProof(_ passcode: PasscodeAuth, opened secret: SecureBytes, record: [UInt8]) throws -> VaultProof? {
+    package func passcodeProof(_ passcode: PasscodeAuth, opened secret: SecureBytes, record: [UInt8]) throws(VaultError) -> VaultProof? {
         let key = try passcodeClassKey()
         guard Self.record(of: key) == record else { return nil }
         var proof = VaultProof(passcode: passcode)
@@ -121,7 +121,7 @@ extension Vault {
         return proof
     }
 
-    func passcodeClassKey() throws -> ClassKey {
+    func passcodeClassKey() throws(VaultError) -> ClassKey {
         guard isPasscodeSet else { throw VaultError.passcodeNotSet }
         return try classKey(.passcode)
     }
@@ -134,13 +134,14 @@ extension Vault {
     /// Biometry-any's secret for an enrolment or passcode change: from its
     /// passcode blob, or in daemon mode (no passcode blob) from its
     /// biometric blob, which the daemon opens through its gate.
-    func biometryAnySecret(_ key: ClassKey, passcode: PasscodeAuth) throws -> SecureBytes {
+    func biometryAnySecret(_ key: ClassKey, passcode: PasscodeAuth) throws(VaultError) -> SecureBytes {
         guard let bytes = key.passcodeSealed else {
             guard !hasPasscodeBranchForBiometryAny else {
                 throw VaultError.corrupted("the biometry-any class key has no passcode blob")
             }
-            do {
-                return try withTPM { try tpm.unseal(try Self.blob(key.sealed), via: .biometric) }
+            let blob = try Self.blob(key.sealed)
+            do throws(VaultError) {
+                return try withTPM { () throws(TPMError) in try tpm.unseal(blob, via: .biometric) }
             } catch VaultError.tpm(.enrollmentChanged) {
                 // Its blob closed (a counter moved on outside the daemon):
                 // with no passcode blob, its items are lost.
@@ -157,14 +158,14 @@ extension Vault {
     /// or in any copy. The old blobs are zeroed in the database
     /// (secure_delete) and the log truncated. Stopped before the increment,
     /// the new passcode is in force and the next opening increments.
-    package func changePasscode(from old: PasscodeAuth, to new: PasscodeAuth) throws {
+    package func changePasscode(from old: PasscodeAuth, to new: PasscodeAuth) throws(VaultError) {
         try requireWritable()
         let proof = try verifyPasscode(old)
         let passcodeKey = try passcodeClassKey()
         guard let passcodeSecret = proof.openedClassKeys[passcodeKey.id] else { throw VaultError.corrupted("the passcode class key") }
         // Only passcode blobs follow the passcode (daemon mode has none).
         let anyKeys = try classKeys().values.filter { $0.kind == .biometryAny && $0.passcodeSealed != nil }
-        let anySecrets = try anyKeys.map { ($0.id, try biometryAnySecret($0, passcode: old)) }
+        let anySecrets = try anyKeys.map { key throws(VaultError) in (key.id, try biometryAnySecret(key, passcode: old)) }
         if try pendingRoles().contains(.passcode) { try completeIncrement(.passcode) }
         let counter = try requireCounter(.passcode)
         let value = try readCounter(counter)
@@ -176,12 +177,12 @@ extension Vault {
         let auth = new.salted(with: salt)
         let names = try sealingNames([counter])
         let policy = SealPolicy.passcode(counter: CounterCondition(counter: counter.handle, atMost: next))
-        let passBlob = try withTPM { try tpm.seal(passcodeSecret, policy: policy, passcode: auth, expectedNames: names) }
-        let anyBlobs = try anySecrets.map { id, secret in
-            (id, try withTPM { try tpm.seal(secret, policy: policy, passcode: auth, expectedNames: names) })
+        let passBlob = try withTPM { () throws(TPMError) in try tpm.seal(passcodeSecret, policy: policy, passcode: auth, expectedNames: names) }
+        let anyBlobs = try anySecrets.map { id, secret throws(VaultError) in
+            (id, try withTPM { () throws(TPMError) in try tpm.seal(secret, policy: policy, passcode: auth, expectedNames: names) })
         }
         try step("passcode-sealed")
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             // Another process's change since the reads above.
             guard try committedGeneration(.passcode) == value, try !pendingRoles().contains(.passcode) else {
                 throw VaultError.concurrentChange
@@ -206,16 +207,19 @@ extension Vault {
     /// fingers and the counters go, items kept "when passcode set" are
     /// deleted. Returns how many items were deleted.
     @discardableResult
-    package func removePasscode(_ passcode: PasscodeAuth) throws -> Int {
+    package func removePasscode(_ passcode: PasscodeAuth) throws(VaultError) -> Int {
         try requireWritable()
         guard isPasscodeSet else { throw VaultError.passcodeNotSet }
         try verifyPasscode(passcode)
-        let counters = try CounterRole.allCases.compactMap { try counter($0) }
+        var counters: [Counter] = []
+        for role in CounterRole.allCases {
+            if let counter = try counter(role) { counters.append(counter) }
+        }
         let doomed = try list().compactMap { item -> [UInt8]? in
             guard let a = item.attributes, a.accessibility == .whenPasscodeSetThisDeviceOnly else { return nil }
             return lookupHash(service: a.service, account: a.account)
         }
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             try db.execute("DELETE FROM class_keys")
             try db.execute("DELETE FROM fingers")
             for lookup in doomed { try db.query("DELETE FROM items WHERE lookup = ?", [.blob(lookup)]) }
@@ -232,13 +236,13 @@ extension Vault {
 
     // MARK: - Biometric failure count (survives restarts)
 
-    package func biometricFailures() throws -> Int { try metaInt("biometric_failures") ?? 0 }
+    package func biometricFailures() throws(VaultError) -> Int { try metaInt("biometric_failures") ?? 0 }
 
     /// Counts a failed match; returns the new count.
     @discardableResult
-    package func recordBiometricFailure() throws -> Int {
+    package func recordBiometricFailure() throws(VaultError) -> Int {
         try requireWritable()
-        return try db.transaction {
+        return try db.transaction { () throws(VaultError) in
             let count = (try metaInt("biometric_failures") ?? 0) + 1
             try setMetaInt("biometric_failures", count)
             return count
@@ -246,7 +250,7 @@ extension Vault {
     }
 
     /// Clears the count (a read-only vault keeps it: a lockout stays).
-    package func resetBiometricFailures() throws {
+    package func resetBiometricFailures() throws(VaultError) {
         guard !isReadOnly, try biometricFailures() != 0 else { return }
         try setMetaInt("biometric_failures", 0)
     }
@@ -260,14 +264,14 @@ extension Vault {
         "passcode-sealed", "passcode-committed", "passcode-incremented",
     ]
 
-    func step(_ name: String) throws {
+    func step(_ name: String) throws(VaultError) {
         #if TOUCHSTONE_TEST_SUPPORT
         try interruption?(name)
         #endif
     }
 
     #if TOUCHSTONE_TEST_SUPPORT
-    static let killAtStepFromEnvironment: (@Sendable (String) throws -> Void)? = {
+    static let killAtStepFromEnvironment: (@Sendable (String) throws(VaultError) -> Void)? = {
         guard let step = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_KILL_AT"], steps.contains(step) else { return nil }
         return { name in
             if name == step { kill(getpid(), SIGKILL) }

@@ -20,7 +20,7 @@ extension Vault {
     }
 
     /// Writes item `id`'s pair hashes (in the caller's transaction).
-    func indexAttributes(_ id: Int64, _ attributes: ItemAttributes) throws {
+    func indexAttributes(_ id: Int64, _ attributes: ItemAttributes) throws(VaultError) {
         try db.query("DELETE FROM attributes WHERE item_id = ?", [.integer(id)])
         for (name, value) in attributes.effectiveSearchAttributes {
             try db.query("INSERT OR IGNORE INTO attributes(item_id, pair) VALUES(?, ?)", [.integer(id), .blob(pairHash(name, value))])
@@ -30,9 +30,9 @@ extension Vault {
     /// Indexes the items of a vault from before schema 5, once (the
     /// migration could not: it has no keys). A record that does not open
     /// is left out (it is listed as corrupted, and no search finds it).
-    func indexAttributesIfNeeded() throws {
+    func indexAttributesIfNeeded() throws(VaultError) {
         guard !db.isReadOnly, try meta(Self.attributesIndexedKey) == nil else { return }
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             for item in try allRows() {
                 guard let attributes = try? openMetadata(item) else { continue }
                 try indexAttributes(item.id, attributes)
@@ -47,13 +47,13 @@ extension Vault {
     /// with the fewest rows (counted up to `probeLimit`), so that a query
     /// with one rare pair (a user, a server) beside common ones (an
     /// application, a schema) stays as fast with 10,000 items as with 10.
-    private func candidates(_ query: [String: String]) throws -> [StoredItem] {
+    private func candidates(_ query: [String: String]) throws(VaultError) -> [StoredItem] {
         if query.isEmpty { return try allRows() }
         var hashes = Array(Set(query.map { pairHash($0.key, $0.value) }))
         if hashes.count > 1 {
             // One statement counts them all.
             let probes = hashes.map { _ in "(SELECT count(*) FROM (SELECT 1 FROM attributes WHERE pair = ? LIMIT \(Self.probeLimit)))" }
-            let counts = try db.firstRow("SELECT " + probes.joined(separator: ", "), hashes.map { .blob($0) }) { row in
+            let counts = try db.firstRow("SELECT " + probes.joined(separator: ", "), hashes.map { .blob($0) }) { row throws(VaultError) in
                 hashes.indices.map { row.integer(Int32($0)) }
             } ?? []
             if counts.count != hashes.count || counts.contains(0) { return [] }
@@ -73,7 +73,7 @@ extension Vault {
     /// Items whose attribute set holds every pair of `query` (an empty
     /// query: every item), oldest first, with their states. No
     /// authentication; no secret is read.
-    package func search(_ query: [String: String]) throws -> [ReferencedItem] {
+    package func search(_ query: [String: String]) throws(VaultError) -> [ReferencedItem] {
         let rows = try candidates(query)
         if rows.isEmpty { return [] }
         let states = StateReader(self)
@@ -95,7 +95,7 @@ extension Vault {
 
     /// The items an add with `.replaceEqual` replaces: equal attribute set
     /// or, when the set names both, equal service and account.
-    func equalItems(_ attributes: ItemAttributes) throws -> [Int64] {
+    func equalItems(_ attributes: ItemAttributes) throws(VaultError) -> [Int64] {
         let set = attributes.effectiveSearchAttributes
         var ids: [Int64] = []
         for item in try candidates(set) {
@@ -110,30 +110,30 @@ extension Vault {
     }
 
     /// Item `id`'s row and attributes; `itemNotFound` when there is none.
-    func load(_ reference: ItemReference) throws -> (StoredItem, ItemAttributes) {
+    func load(_ reference: ItemReference) throws(VaultError) -> (StoredItem, ItemAttributes) {
         guard let item = try row(id: reference.id) else { throw VaultError.itemNotFound }
         return (item, try openMetadata(item))
     }
 
     /// One item's attributes and state (no authentication).
-    package func item(_ reference: ItemReference) throws -> ReferencedItem {
+    package func item(_ reference: ItemReference) throws(VaultError) -> ReferencedItem {
         guard let item = try row(id: reference.id) else { throw VaultError.itemNotFound }
         return ReferencedItem(reference: reference, item: try StateReader(self).listed(item))
     }
 
     /// The item's ways in that are still open (`itemInvalidated` when none is).
-    package func openAccess(_ reference: ItemReference) throws -> AccessControl {
+    package func openAccess(_ reference: ItemReference) throws(VaultError) -> AccessControl {
         let (item, attributes) = try load(reference)
         return try openAccess(item, attributes)
     }
 
     /// The item's secret, opened with what `proof` shows, and its attributes.
-    package func secret(_ reference: ItemReference, proof: VaultProof) throws -> (SecureBytes, ItemAttributes) {
+    package func secret(_ reference: ItemReference, proof: VaultProof) throws(VaultError) -> (SecureBytes, ItemAttributes) {
         let (item, attributes) = try load(reference)
         return (try openedSecret(item, attributes, proof: proof), attributes)
     }
 
-    private func openedSecret(_ item: StoredItem, _ attributes: ItemAttributes, proof: VaultProof) throws -> SecureBytes {
+    private func openedSecret(_ item: StoredItem, _ attributes: ItemAttributes, proof: VaultProof) throws(VaultError) -> SecureBytes {
         let name = (service: attributes.service, account: attributes.account)
         let key = try secretKey(item, access: attributes.access, name: name, proof: proof)
         guard let secret = key.open(item.secret, ad: Self.secretAD(lookup: item.lookup, access: attributes.access)) else {
@@ -149,7 +149,7 @@ extension Vault {
     /// as it is.
     package func update(_ reference: ItemReference, secret newSecret: SecureBytes? = nil, label: String?? = nil,
                         searchAttributes: [String: String]? = nil, contentType: String?? = nil,
-                        proof: VaultProof = .none) throws {
+                        proof: VaultProof = .none) throws(VaultError) {
         try requireWritable()
         let (item, old) = try load(reference)
         var attributes = old
@@ -165,10 +165,11 @@ extension Vault {
         let renamed = attributes.service != old.service || attributes.account != old.account
         if renamed || newSecret != nil {
             // A whole new row under the same id: new lookup, item key and wraps.
-            let secret = try newSecret ?? openedSecret(item, old, proof: proof)
+            let secret: SecureBytes
+            if let newSecret { secret = newSecret } else { secret = try openedSecret(item, old, proof: proof) }
             if newSecret != nil { _ = try openItemKey(item, access: old.access, name: (old.service, old.account), proof: proof) }
             let row = try makeRow(secret, attributes)
-            try db.transaction {
+            try db.transaction { () throws(VaultError) in
                 try db.query("UPDATE items SET lookup = ?, metadata = ?, secret = ?, keys = ?, cipher = ? WHERE id = ? AND lookup = ?",
                              [.blob(row.lookup), .blob(row.metadata), .blob(row.secret), .blob(row.keys),
                               .integer(row.cipher.rawValue), .integer(item.id), .blob(item.lookup)])
@@ -178,7 +179,7 @@ extension Vault {
             return
         }
         let metadata = try sealMetadata(attributes, Self.cipher(of: item))
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             try db.query("UPDATE items SET metadata = ? WHERE id = ? AND lookup = ?",
                          [.blob(metadata), .integer(item.id), .blob(item.lookup)])
             if db.changes == 0 { throw VaultError.itemNotFound }
@@ -187,7 +188,7 @@ extension Vault {
     }
 
     /// Deletes item `id` (no authentication).
-    package func delete(_ reference: ItemReference) throws {
+    package func delete(_ reference: ItemReference) throws(VaultError) {
         try requireWritable()
         try db.query("DELETE FROM items WHERE id = ?", [.integer(reference.id)])
         if db.changes == 0 { throw VaultError.itemNotFound }
@@ -204,7 +205,7 @@ final class StateReader {
 
     init(_ vault: Vault) { self.vault = vault }
 
-    private func classKeys() throws -> (classKeys: [Int64: ClassKey], generation: UInt64?) {
+    private func classKeys() throws(VaultError) -> (classKeys: [Int64: ClassKey], generation: UInt64?) {
         if let keys { return keys }
         let classKeys = try vault.classKeys()
         let generation = classKeys.values.contains { $0.kind == .biometryCurrentSet } ? try vault.enrollmentGeneration() : nil
@@ -214,7 +215,7 @@ final class StateReader {
 
     /// The item's attributes and state; a record that does not open is
     /// listed as corrupted.
-    func listed(_ item: Vault.StoredItem) throws -> ListedItem {
+    func listed(_ item: Vault.StoredItem) throws(VaultError) -> ListedItem {
         guard let attributes = try? vault.openMetadata(item) else { return ListedItem(attributes: nil, state: .corrupted) }
         guard let wraps = try? vault.wraps(of: item), Vault.ways(wraps, match: attributes.access) else {
             return ListedItem(attributes: attributes, state: .corrupted)

@@ -51,7 +51,7 @@ extension Vault {
     /// The TPM policy for `access`, and the access control the key's
     /// authValue is wrapped for (nil: the policy has no PolicyAuthValue
     /// branch).
-    private func sshPolicy(for access: AccessControl) throws -> (SealPolicy, AccessControl?, [UInt32: [UInt8]]) {
+    private func sshPolicy(for access: AccessControl) throws(VaultError) -> (SealPolicy, AccessControl?, [UInt32: [UInt8]]) {
         if access.flags.isEmpty { return (.deviceBound, nil, [:]) }
         let currentSetAlone = access.combination == .any && access.flags.contains(.biometryCurrentSet)
         let authAccess = Self.authAccess(access)
@@ -76,7 +76,7 @@ extension Vault {
 
     /// Makes a new key in the TPM and stores it. Needs no authentication (as
     /// adding an item); the passcode must be set for any access but `none`.
-    package func createSSHKey(name: String, comment: String, access: AccessControl) throws -> SSHKeyInfo {
+    package func createSSHKey(name: String, comment: String, access: AccessControl) throws(VaultError) -> SSHKeyInfo {
         try requireWritable()
         // No control characters: names and comments are shown in tab-separated lines and in the .pub line.
         func clean(_ text: String) -> Bool { !text.unicodeScalars.contains { $0.properties.generalCategory == .control } }
@@ -98,13 +98,13 @@ extension Vault {
             wraps = try wrap(value, for: authAccess)
             authValue = value
         }
-        let key = try withTPM {
+        let key = try withTPM { () throws(TPMError) in
             try tpm.createSigningKey(policy: policy, authValue: authValue.map { PasscodeAuth(authValue: $0) }, expectedNames: names)
         }
         let info = SSHKeyInfo(name: name, comment: comment, access: access, created: Date(), publicPoint: key.publicPoint, state: .ok)
         let cipher = recordCipher
         let metadata = try metadataKeys.key(cipher).seal(Self.encodeSSHKey(info), ad: Self.sshMetadataAD(lookup))
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             if try sshKeyExists(lookup) { throw VaultError.duplicateItem }
             try db.query("INSERT INTO ssh_keys(lookup, metadata, tpm, keys, cipher) VALUES(?, ?, ?, ?, ?)",
                          [.blob(lookup), .blob(metadata), .blob(key.blob.serialized()),
@@ -115,13 +115,13 @@ extension Vault {
 
     /// Deletes the key (no authentication, as an item's delete); its TPM
     /// blob goes with the row (`secure_delete`: zeroed in the file).
-    package func deleteSSHKey(name: String) throws {
+    package func deleteSSHKey(name: String) throws(VaultError) {
         try requireWritable()
         try db.query("DELETE FROM ssh_keys WHERE lookup = ?", [.blob(sshLookup(name))])
         if db.changes == 0 { throw VaultError.itemNotFound }
     }
 
-    private func sshKeyExists(_ lookup: [UInt8]) throws -> Bool {
+    private func sshKeyExists(_ lookup: [UInt8]) throws(VaultError) -> Bool {
         try !db.rows("SELECT 1 FROM ssh_keys WHERE lookup = ?", [.blob(lookup)]) { _ in true }.isEmpty
     }
 
@@ -135,7 +135,7 @@ extension Vault {
     }
 
     /// The key named `name`, its metadata opened and checked against the name.
-    func loadSSHKey(_ name: String) throws -> (StoredSSHKey, SSHKeyInfo) {
+    func loadSSHKey(_ name: String) throws(VaultError) -> (StoredSSHKey, SSHKeyInfo) {
         let lookup = sshLookup(name)
         guard let row = try db.firstRow("SELECT \(Self.sshColumns) FROM ssh_keys WHERE lookup = ?", blob: lookup, Self.storedSSHKey) else {
             throw VaultError.itemNotFound
@@ -145,7 +145,7 @@ extension Vault {
         return (row, info)
     }
 
-    private func openSSHMetadata(_ row: StoredSSHKey) throws -> SSHKeyInfo {
+    private func openSSHMetadata(_ row: StoredSSHKey) throws(VaultError) -> SSHKeyInfo {
         guard let cipher = RecordCipher(rawValue: row.cipher) else { throw VaultError.corrupted("an ssh key names an unknown cipher") }
         guard let info = try metadataKeys.key(cipher).open(row.metadata, ad: Self.sshMetadataAD(row.lookup), { Self.decodeSSHKey($0) }) ?? nil,
               info.publicPoint.count == 65 else {
@@ -157,7 +157,7 @@ extension Vault {
     /// Every key, with its state; a record that does not open is listed as
     /// corrupted. No authentication, no TPM command but the counter's read
     /// when a current-set key is there.
-    package func sshKeys() throws -> [SSHKeyInfo] {
+    package func sshKeys() throws(VaultError) -> [SSHKeyInfo] {
         let rows = try db.rows("SELECT \(Self.sshColumns) FROM ssh_keys ORDER BY id", [], Self.storedSSHKey)
         if rows.isEmpty { return [] }
         let classKeys = try classKeys()
@@ -182,9 +182,9 @@ extension Vault {
     /// ok when a way to sign is open, invalidated when none is; throws
     /// for a damaged record.
     private func sshKeyState(_ row: StoredSSHKey, _ info: SSHKeyInfo, _ classKeys: [Int64: ClassKey],
-                             _ generation: () -> UInt64?) throws -> ListedItem.State {
+                             _ generation: () -> UInt64?) throws(VaultError) -> ListedItem.State {
         let blob = try Self.sshBlob(row)
-        guard try TPM.publicPoint(of: blob) == info.publicPoint else { throw VaultError.corrupted("an ssh key's TPM key is not its own") }
+        guard try Self.throughTPM({ () throws(TPMError) in try TPM.publicPoint(of: blob) }) == info.publicPoint else { throw VaultError.corrupted("an ssh key's TPM key is not its own") }
         if info.access.flags.isEmpty { return .ok }
         if let bio = blob.policy.biometric, let current = generation(), bio.counterAtMost == current { return .ok }
         if let authAccess = Self.authAccess(info.access) {
@@ -196,18 +196,18 @@ extension Vault {
         return .invalidated
     }
 
-    private static func sshBlob(_ row: StoredSSHKey) throws -> SealedBlob {
-        do { return try SealedBlob(serialized: row.tpm) } catch { throw VaultError.corrupted("an ssh key's TPM blob is damaged") }
+    private static func sshBlob(_ row: StoredSSHKey) throws(VaultError) -> SealedBlob {
+        do throws(TPMError) { return try SealedBlob(serialized: row.tpm) } catch { throw VaultError.corrupted("an ssh key's TPM blob is damaged") }
     }
 
     /// The key's ways to sign that are still open, as an access control
     /// (what to ask for); `itemInvalidated` when none is. As for items,
     /// the enrolment generation comes from the database (no TPM command):
     /// the TPM checks the counter itself at the signature.
-    package func sshKeyOpenAccess(name: String) throws -> AccessControl {
+    package func sshKeyOpenAccess(name: String) throws(VaultError) -> AccessControl {
         let (row, info) = try loadSSHKey(name)
         let blob = try Self.sshBlob(row)
-        guard try TPM.publicPoint(of: blob) == info.publicPoint else { throw VaultError.corrupted("the ssh key \(name)'s TPM key is not its own") }
+        guard try Self.throughTPM({ () throws(TPMError) in try TPM.publicPoint(of: blob) }) == info.publicPoint else { throw VaultError.corrupted("the ssh key \(name)'s TPM key is not its own") }
         if info.access.flags.isEmpty { return .none }
         let classKeys = try classKeys()
         let generation = try? committedGeneration(.enrollment)
@@ -233,17 +233,17 @@ extension Vault {
     /// key's, otherwise the key's authValue, opened from its wraps as an
     /// item key is (a touch opens biometry-any's class key, the passcode the
     /// passcode class key).
-    package func signSSH(name: String, digest: [UInt8], proof: VaultProof) throws -> (r: [UInt8], s: [UInt8]) {
+    package func signSSH(name: String, digest: [UInt8], proof: VaultProof) throws(VaultError) -> (r: [UInt8], s: [UInt8]) {
         let (row, info) = try loadSSHKey(name)
         let blob = try Self.sshBlob(row)
-        guard try TPM.publicPoint(of: blob) == info.publicPoint else { throw VaultError.corrupted("the ssh key \(name)'s TPM key is not its own") }
+        guard try Self.throughTPM({ () throws(TPMError) in try TPM.publicPoint(of: blob) }) == info.publicPoint else { throw VaultError.corrupted("the ssh key \(name)'s TPM key is not its own") }
         if info.access.flags.isEmpty {
-            return try withTPM { try tpm.sign(digest: digest, with: blob, via: .device) }
+            return try withTPM { () throws(TPMError) in try tpm.sign(digest: digest, with: blob, via: .device) }
         }
         var closed = false
         if blob.policy.biometric != nil, proof.biometricMatch {
-            do {
-                return try withTPM { try tpm.sign(digest: digest, with: blob, via: .biometric) }
+            do throws(VaultError) {
+                return try withTPM { () throws(TPMError) in try tpm.sign(digest: digest, with: blob, via: .biometric) }
             } catch VaultError.tpm(.enrollmentChanged) {
                 closed = true  // the set changed since the key was made: its branch is closed for good
             }
@@ -254,7 +254,7 @@ extension Vault {
         guard let authValue = try openItemKey(row.asItem, access: authAccess, name: ("ssh key", name), proof: proof) else {
             throw VaultError.corrupted("the ssh key \(name) has a device way in")
         }
-        return try withTPM { try tpm.sign(digest: digest, with: blob, via: .passcode(PasscodeAuth(authValue: authValue))) }
+        return try withTPM { () throws(TPMError) in try tpm.sign(digest: digest, with: blob, via: .passcode(PasscodeAuth(authValue: authValue))) }
     }
 
     // MARK: - Record

@@ -31,7 +31,7 @@ extension Vault {
     /// meta: the first release's enrolment-state index, until undefined.
     static let legacyIndexKey = "legacy_nv_index"
 
-    func upgradeFromFirstScheme() throws {
+    func upgradeFromFirstScheme() throws(VaultError) {
         if let leftover = try metaInt(Self.legacyIndexKey), !db.isReadOnly {
             try? tpm.undefineEnrollmentIndex(UInt32(truncatingIfNeeded: leftover))
             try setMeta(Self.legacyIndexKey, nil)
@@ -51,14 +51,14 @@ extension Vault {
             switch key.kind {
             case .biometryCurrentSet?:
                 if let state, key.epoch == state, let secret = openFirstSchemeBiometric(key) {
-                    let blob = try withTPM { try tpm.seal(secret, policy: biometricPolicy, expectedNames: names) }
+                    let blob = try withTPM { () throws(TPMError) in try tpm.seal(secret, policy: biometricPolicy, expectedNames: names) }
                     updates.append((key.id, blob.serialized(), generation, nil))
                 } else {
                     updates.append((key.id, [], nil, nil))  // invalidated: stays so
                 }
             case .biometryAny?:
-                let blob = try openFirstSchemeBiometric(key).map { secret in
-                    try withTPM { try tpm.seal(secret, policy: biometricPolicy, expectedNames: names) }
+                let blob = try openFirstSchemeBiometric(key).map { secret throws(VaultError) in
+                    try withTPM { () throws(TPMError) in try tpm.seal(secret, policy: biometricPolicy, expectedNames: names) }
                 }
                 updates.append((key.id, blob?.serialized() ?? [], generation, key.sealed))
             case .passcode?, nil:
@@ -88,7 +88,7 @@ extension Vault {
         let record = try sealFingers(EnrolledFingers(reader: reader, prints: prints, generation: generation, domainState: setState))
         let salt = SecureBytes.random(count: PasscodeAuth.saltSize).withUnsafeBytes { Array($0) }
 
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             for update in updates {
                 try db.query("UPDATE class_keys SET sealed = ?, previous = NULL, epoch = NULL, generation = ?, passcode_sealed = ? WHERE id = ?",
                              [.blob(update.sealed), update.generation.map { .integer(Int64(bitPattern: $0)) } ?? .null,
@@ -130,14 +130,14 @@ extension Vault {
 
     /// The first release's print files of this vault's user on the
     /// recorded reader; nil when there are none.
-    private func legacyFingers() throws -> LegacyFingers? {
+    private func legacyFingers() throws(VaultError) -> LegacyFingers? {
         guard let text = try setting("reader"), let slash = text.firstIndex(of: "/"),
               FileManager.default.fileExists(atPath: legacyPrintsFolder.path) else { return nil }
         let reader = ReaderIdentity(driver: String(text[..<slash]), deviceID: String(text[text.index(after: slash)...]))
-        do {
+        do throws(FingerprintError) {
             let store = try FileEnrollmentStore(root: legacyPrintsFolder)
             guard let epoch = try store.epoch(user: user, reader: reader) else { return nil }
-            let prints = try store.fingers(user: user, reader: reader).map { try store.load($0, user: user, reader: reader) }
+            let prints = try store.fingers(user: user, reader: reader).map { finger throws(FingerprintError) in try store.load(finger, user: user, reader: reader) }
             return .set(reader: reader, prints: prints, epoch: epoch)
         } catch {
             return .unreadable("\(error)")
@@ -164,31 +164,32 @@ extension Vault {
     /// biometry-any's passcode blob sealed anew as scheme 2's (salted
     /// authValue, bound to the passcode counter), and biometry-any's
     /// biometric blob made if the upgrade could not.
-    func upgradePasscodeBlobs(_ passcode: PasscodeAuth, passcodeKey: ClassKey, secret: SecureBytes) throws {
+    func upgradePasscodeBlobs(_ passcode: PasscodeAuth, passcodeKey: ClassKey, secret: SecureBytes) throws(VaultError) {
         let counter = try requireCounter(.passcode)
         let generation = try committedGeneration(.passcode)
         let names = try sealingNames([counter])
         let auth = passcode.salted(with: try passcodeSalt())
         let policy = SealPolicy.passcode(counter: CounterCondition(counter: counter.handle, atMost: generation))
-        let passBlob = try withTPM { try tpm.seal(secret, policy: policy, passcode: auth, expectedNames: names) }
+        let passBlob = try withTPM { () throws(TPMError) in try tpm.seal(secret, policy: policy, passcode: auth, expectedNames: names) }
         var anyUpdates: [(Int64, [UInt8], [UInt8], UInt64?)] = []
         for key in try classKeys().values where key.kind == .biometryAny {
             let anySecret = try biometryAnySecret(key, passcode: passcode)
-            let anyPasscode = try withTPM { try tpm.seal(anySecret, policy: policy, passcode: auth, expectedNames: names) }
+            let anyPasscode = try withTPM { () throws(TPMError) in try tpm.seal(anySecret, policy: policy, passcode: auth, expectedNames: names) }
             var biometric = key.sealed
             var biometricGeneration = key.generation
             if biometric.isEmpty {
                 let enrollment = try requireCounter(.enrollment)
                 let current = try committedGeneration(.enrollment)
-                biometric = try withTPM {
+                let names = try sealingNames([enrollment])
+                biometric = try withTPM { () throws(TPMError) in
                     try tpm.seal(anySecret, policy: .biometricOnly(BiometricCondition(counter: enrollment.handle, atMost: current)),
-                                 expectedNames: try sealingNames([enrollment]))
+                                 expectedNames: names)
                 }.serialized()
                 biometricGeneration = current
             }
             anyUpdates.append((key.id, anyPasscode.serialized(), biometric, biometricGeneration))
         }
-        try db.transaction {
+        try db.transaction { () throws(VaultError) in
             try db.query("UPDATE class_keys SET sealed = ?, previous = NULL WHERE id = ?",
                          [.blob(passBlob.serialized()), .integer(passcodeKey.id)])
             for (id, passcodeBlob, biometric, generation) in anyUpdates {

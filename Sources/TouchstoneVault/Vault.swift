@@ -55,7 +55,7 @@ package final class Vault: @unchecked Sendable {
     /// test may throw to stop the change there. The environment variable
     /// TOUCHSTONE_TEST_KILL_AT=<step> kills the process there instead
     /// (debug builds only).
-    package var interruption: (@Sendable (String) throws -> Void)? = Vault.killAtStepFromEnvironment
+    package var interruption: (@Sendable (String) throws(VaultError) -> Void)? = Vault.killAtStepFromEnvironment
     #endif
 
     package static let databaseName = "vault.sqlite"
@@ -73,12 +73,12 @@ package final class Vault: @unchecked Sendable {
     /// keys re-sealed to counters, `user`'s prints moved in from
     /// `prints/`), and a change that was cut short is finished: neither
     /// needs the passcode.
-    package convenience init(home: URL, tpm: TPM, user: String = ProcessInfo.processInfo.userName) throws {
+    package convenience init(home: URL, tpm: TPM, user: String = ProcessInfo.processInfo.userName) throws(VaultError) {
         try self.init(home: home, tpm: tpm, recordCipher: .preferred, user: user)
     }
 
     /// `recordCipher`: what new rows are written with (tests write both).
-    init(home: URL, tpm: TPM, recordCipher: RecordCipher, user: String = ProcessInfo.processInfo.userName) throws {
+    init(home: URL, tpm: TPM, recordCipher: RecordCipher, user: String = ProcessInfo.processInfo.userName) throws(VaultError) {
         precondition(recordCipher.isAvailable)
         self.recordCipher = recordCipher
         self.home = home
@@ -117,7 +117,7 @@ package final class Vault: @unchecked Sendable {
 
     /// Throws the read-only error when the vault cannot be changed. Called
     /// before anything that writes, so no TPM state changes first.
-    package func requireWritable() throws {
+    package func requireWritable() throws(VaultError) {
         if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
         if isRetired {
             throw VaultError.storage(StorageFailure(.readOnly, "cannot change the vault in \(home.path): it was moved into touchstoned (touchstone import), and only lists and opens",
@@ -127,7 +127,7 @@ package final class Vault: @unchecked Sendable {
 
     /// Marks the vault as moved into the daemon: from now on it is
     /// read-only (the one change it takes, after an import).
-    package func retire() throws {
+    package func retire() throws(VaultError) {
         if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
         try setMeta(Self.retiredKey, Array(ISO8601DateFormatter().string(from: Date()).utf8))
     }
@@ -167,13 +167,13 @@ package final class Vault: @unchecked Sendable {
 
     /// Checks the state folder, or creates it (0700). Returns whether it is
     /// writable.
-    static func preparePrivateDirectory(_ url: URL) throws -> Bool {
-        do {
+    static func preparePrivateDirectory(_ url: URL) throws(VaultError) -> Bool {
+        do throws(StorageFailure) {
             if let writable = try checkStateDirectory(url) { return writable }
         } catch {
             throw VaultError.storage(error)
         }
-        do {
+        do {  // Foundation's error, untyped: made a storage failure here
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true,
                                                     attributes: [.posixPermissions: 0o700])
         } catch {
@@ -187,7 +187,7 @@ package final class Vault: @unchecked Sendable {
     /// place. A vault file is therefore never empty, and an empty one is
     /// damage, not a new vault (SQLite alone would take it for one). When
     /// two processes create it at once, the first link wins and both use it.
-    static func createDatabase(at path: String) throws {
+    static func createDatabase(at path: String) throws(VaultError) {
         var info = stat()
         if lstat(path, &info) == 0 { return }
         guard errno == ENOENT else { throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(String(cString: strerror(errno)))")) }
@@ -241,11 +241,11 @@ package final class Vault: @unchecked Sendable {
 
     // MARK: - Meta
 
-    func meta(_ key: String) throws -> [UInt8]? {
+    func meta(_ key: String) throws(VaultError) -> [UInt8]? {
         try db.rows("SELECT value FROM meta WHERE key = ?", [.text(key)]) { $0.blob(0) }.first
     }
 
-    func setMeta(_ key: String, _ value: [UInt8]?) throws {
+    func setMeta(_ key: String, _ value: [UInt8]?) throws(VaultError) {
         if let value {
             try db.query("INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
                          [.text(key), .blob(value)])
@@ -254,41 +254,41 @@ package final class Vault: @unchecked Sendable {
         }
     }
 
-    func metaInt(_ key: String) throws -> Int? {
+    func metaInt(_ key: String) throws(VaultError) -> Int? {
         guard let bytes = try meta(key), bytes.count == 8 else { return nil }
         return Int(Int64(bigEndian: bytes.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }))
     }
 
-    func setMetaInt(_ key: String, _ value: Int?) throws {
+    func setMetaInt(_ key: String, _ value: Int?) throws(VaultError) {
         try setMeta(key, value.map { v in withUnsafeBytes(of: Int64(v).bigEndian) { Array($0) } })
     }
 
     /// The root key: unsealed from its device-bound blob, or made on first
     /// use (and the SRK's name pinned with it).
-    static func rootKey(_ db: SQLiteDatabase, _ tpm: TPM) throws -> SecureBytes {
+    static func rootKey(_ db: SQLiteDatabase, _ tpm: TPM) throws(VaultError) -> SecureBytes {
         let stored = try db.rows("SELECT key, value FROM meta WHERE key IN ('root', 'srk_name')", []) {
             ($0.text(0), $0.blob(1))
         }
         let root = stored.first { $0.0 == "root" }?.1
         let pinned = stored.first { $0.0 == "srk_name" }?.1
         let srkName: [UInt8]
-        do {
+        do throws(TPMError) {
             if let pinned, root != nil { try tpm.pinStorageKey(name: pinned) }
             srkName = try tpm.storageKeyName()
-        } catch TPMError.storageKeyMismatch {
+        } catch .storageKeyMismatch {
             throw VaultError.otherTPM
-        } catch let error as TPMError {
+        } catch {
             throw VaultError.tpm(error)
         }
         if let root {
             if let pinned, pinned != srkName { throw VaultError.otherTPM }
             let blob: SealedBlob
-            do { blob = try SealedBlob(serialized: root) } catch { throw VaultError.corrupted("the vault's root key record") }
-            do {
+            do throws(TPMError) { blob = try SealedBlob(serialized: root) } catch { throw VaultError.corrupted("the vault's root key record") }
+            do throws(TPMError) {
                 return try tpm.unseal(blob, via: .device)
-            } catch TPMError.foreignBlob {
+            } catch .foreignBlob {
                 throw VaultError.otherTPM
-            } catch let error as TPMError {
+            } catch {
                 if case .corruptedBlob = error { throw VaultError.corrupted("the vault's root key record") }
                 throw VaultError.tpm(error)
             }
@@ -296,9 +296,8 @@ package final class Vault: @unchecked Sendable {
         // No root key yet: none can be made in a read-only vault.
         if db.isReadOnly { throw SQLiteDatabase.readOnly(db.path) }
         let key = SecureBytes.random(count: Crypto.keySize)
-        let blob: SealedBlob
-        do { blob = try tpm.seal(key, policy: .deviceBound) } catch let error as TPMError { throw VaultError.tpm(error) }
-        try db.transaction {
+        let blob = try throughTPM { () throws(TPMError) in try tpm.seal(key, policy: .deviceBound) }
+        try db.transaction { () throws(VaultError) in
             // Another process may have made it first: keep theirs.
             let exists = try db.rows("SELECT 1 FROM meta WHERE key = 'root'", []) { _ in true }.first ?? false
             if exists { return }
@@ -313,9 +312,14 @@ package final class Vault: @unchecked Sendable {
         return key
     }
 
+    /// Runs a TPM call whose error is passed on as it is (`.tpm`).
+    static func throughTPM<R>(_ body: () throws(TPMError) -> R) throws(VaultError) -> R {
+        do { return try body() } catch { throw VaultError.tpm(error) }
+    }
+
     /// Runs a TPM operation, mapping its errors into the vault's.
-    func withTPM<R>(_ body: () throws -> R) throws -> R {
-        do { return try body() } catch let error as TPMError {
+    func withTPM<R>(_ body: () throws(TPMError) -> R) throws(VaultError) -> R {
+        do { return try body() } catch {
             switch error {
             case .foreignBlob: throw VaultError.otherTPM
             case .corruptedBlob(let detail): throw VaultError.corrupted(detail)
@@ -328,11 +332,11 @@ package final class Vault: @unchecked Sendable {
 extension Vault {
     /// A small non-secret setting kept in the vault (for example which
     /// reader the fingers were enrolled on).
-    package func setting(_ key: String) throws -> String? {
+    package func setting(_ key: String) throws(VaultError) -> String? {
         try meta("setting." + key).map { String(decoding: $0, as: UTF8.self) }
     }
 
-    package func setSetting(_ key: String, _ value: String?) throws {
+    package func setSetting(_ key: String, _ value: String?) throws(VaultError) {
         try requireWritable()
         try setMeta("setting." + key, value.map { Array($0.utf8) })
     }

@@ -18,7 +18,7 @@ struct RobustnessTests {
         // Pinned to the first TPM's storage key, the second TPM is refused outright.
         let pinned = try TPM(tcti: second.swtpm.tcti, expectedSRKName: try tpm1.storageKeyName())
         #expect(throws: TPMError.self) { try pinned.storageKeyName() }
-        do { _ = try pinned.storageKeyName() } catch let error as TPMError {
+        do { _ = try pinned.storageKeyName() } catch {
             guard case .storageKeyMismatch = error else { Issue.record("expected storageKeyMismatch, got \(error)"); return }
         }
     }
@@ -93,14 +93,14 @@ struct RobustnessTests {
         do {
             _ = try tpm.unseal(blob, via: .biometric)
             Issue.record("unseal succeeded with swtpm stopped")
-        } catch let error as TPMError {
+        } catch {
             guard case .unreachable = error else { Issue.record("expected unreachable, got \(error)"); return }
         }
         // Opening anew while it is down names swtpm.
         do {
             _ = try TPM(tcti: rig.swtpm.tcti)
             Issue.record("opened a stopped swtpm")
-        } catch let error as TPMError {
+        } catch {
             guard case .unreachable(let detail) = error else { Issue.record("expected unreachable, got \(error)"); return }
             #expect(detail.contains("swtpm is not running"))
         }
@@ -123,7 +123,7 @@ struct RobustnessTests {
         do {
             _ = try TPM(tcti: "swtpm:path=/tmp/ts-no-such-socket")
             Issue.record("opened a socket that does not exist")
-        } catch let error as TPMError {
+        } catch {
             guard case .unreachable = error else { Issue.record("expected unreachable, got \(error)"); return }
         }
         #expect(throws: TPMError.self) { try TPM(tcti: "nosuchtcti:whatever") }

@@ -313,12 +313,14 @@ struct SchemeTwoTests {
 
     // MARK: - Changes cut short
 
-    struct Stop: Error {}
+    /// What a change stopped at `step` throws (the hook throws the
+    /// vault's own error type, so the stop is one no vault step makes).
+    static func stop(_ step: String) -> VaultError { .invalidInput("the test stopped the change at \(step)") }
 
     /// A vault whose change stops (throws) at `step`.
     func stopping(at step: String, _ rig: VaultRig) throws -> Vault {
         let vault = try rig.reopen()
-        vault.interruption = { name in if name == step { throw Stop() } }
+        vault.interruption = { name throws(VaultError) in if name == step { throw Self.stop(step) } }
         return vault
     }
 
@@ -329,7 +331,7 @@ struct SchemeTwoTests {
         let old = try rig.vault.enrolledFingers()
         let vault = try stopping(at: step, rig)
         let newPrint = testPrint(.leftIndex)
-        #expect(throws: Stop.self) { try changeFingers(vault, to: old.prints + [newPrint]) }
+        #expect(throws: Self.stop(step)) { try changeFingers(vault, to: old.prints + [newPrint]) }
         let committed = step != "fingers-sealed"
         if step == "fingers-committed" {
             // Not yet incremented: the old set is the live one, and the
@@ -359,7 +361,7 @@ struct SchemeTwoTests {
         let rig = try rig()
         let other = try rig.reopen()
         let vault = try rig.reopen()
-        vault.interruption = { name in
+        vault.interruption = { name throws(VaultError) in
             if name == "fingers-sealed" { try changeFingers(other, to: [testPrint(.leftThumb)]) }
             if name == "passcode-sealed" { try other.changePasscode(from: rightPasscode, to: PasscodeAuth(passcodeString: "other's")) }
         }
@@ -381,7 +383,7 @@ struct SchemeTwoTests {
         let rig = try rig()
         let vault = try stopping(at: step, rig)
         let newPasscode = PasscodeAuth(passcodeString: "the new one")
-        #expect(throws: Stop.self) { try vault.changePasscode(from: rightPasscode, to: newPasscode) }
+        #expect(throws: Self.stop(step)) { try vault.changePasscode(from: rightPasscode, to: newPasscode) }
         let reopened = try rig.reopen()
         let (inForce, other) = step == "passcode-sealed" ? (rightPasscode, newPasscode) : (newPasscode, rightPasscode)
         #expect(string(try reopened.secret(service: "s", account: "passcode", proof: VaultProof(passcode: inForce))) == "passcode")

@@ -65,6 +65,6 @@ func testPrint(_ finger: Finger = .rightIndex) -> EnrolledPrint {
 /// print of the right index finger), proved by `passcode`.
 @discardableResult
 func changeFingers(_ vault: Vault, passcode: PasscodeAuth = rightPasscode,
-                   to prints: [EnrolledPrint] = [testPrint()]) throws -> EnrolledFingers {
+                   to prints: [EnrolledPrint] = [testPrint()]) throws(VaultError) -> EnrolledFingers {
     try vault.changeFingers(to: prints, reader: prints.first?.reader, proof: VaultProof(passcode: passcode))
 }

@@ -41,10 +41,8 @@ struct VaultTamperTests {
         do {
             _ = try vault.secret(service: "s", account: account, proof: passcode)
             Issue.record("a damaged item opened", sourceLocation: sourceLocation)
-        } catch let e as VaultError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)", sourceLocation: sourceLocation); return }
         } catch {
-            Issue.record("expected corrupted, got \(error)", sourceLocation: sourceLocation)
+            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)", sourceLocation: sourceLocation); return }
         }
     }
 
@@ -88,8 +86,8 @@ struct VaultTamperTests {
         do {
             _ = try vault.secret(service: "n", account: "victim", proof: .none)
             Issue.record("a damaged wrapped key opened")
-        } catch let e as VaultError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        } catch {
+            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)"); return }
         }
         for account in ["before", "after"] {
             #expect(string(try vault.secret(service: "n", account: account, proof: .none)) == account)
@@ -367,8 +365,8 @@ struct RecordDecoderTests {
         do {
             _ = try vault.secret(service: "s", account: "a", proof: passcode)
             Issue.record("opened an item with altered wraps")
-        } catch let e as VaultError {
-            guard case .corrupted = e else { Issue.record("expected corrupted, got \(e)"); return }
+        } catch {
+            guard case .corrupted = error else { Issue.record("expected corrupted, got \(error)"); return }
         }
         #expect(string(try vault.secret(service: "s", account: "b", proof: passcode)) == "b")
         #expect(try vault.list().map(\.state) == [.corrupted, .ok])

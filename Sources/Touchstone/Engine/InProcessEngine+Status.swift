@@ -56,14 +56,14 @@ extension InProcessEngine {
     private func report(into status: Status) -> Status {
         var status = status
         Self.describe(tpm, into: &status.tpm)
-        do {
+        do throws(VaultError) {
             status.passcodeSet = vault.isPasscodeSet
-            do {
+            do throws(VaultError) {
                 status.fingers = try vault.enrolledFingerNames()
-            } catch let error as VaultError {
+            } catch {
                 guard case .fingersTampered = error else { throw error }
                 // Reported on its own: the rest of the vault is fine.
-                status.fingersProblem = DeviceError(BackendFailure(error))
+                status.fingersProblem = DeviceError(BackendFailure(vault: error))
             }
             let failures = try vault.biometricFailures()
             status.failedAttempts = failures
@@ -71,7 +71,7 @@ extension InProcessEngine {
             status.items = try vault.itemCount()
             status.vault.available = true
         } catch {
-            let problem = DeviceError(BackendFailure(error))
+            let problem = DeviceError(BackendFailure(vault: error))
             status.problem = problem
             status.vault.reason = problem.description
         }

@@ -84,24 +84,28 @@ struct Backend: Sendable {
     let vault: Vault
     let readerTarget: ReaderTarget
 
-    init(_ configuration: Configuration, gate: TPMGate? = nil) throws {
+    init(_ configuration: Configuration, gate: TPMGate? = nil) throws(BackendFailure) {
         // The state folder first: one the user cannot read would otherwise
         // show as a simulator that is not running.
-        _ = try Vault.checkStateDirectory(configuration.home)
+        do throws(StorageFailure) { _ = try Vault.checkStateDirectory(configuration.home) } catch { throw .storage(error) }
         let tcti = try Self.tcti(configuration)
-        readerTarget = try ReaderTarget(configuration)
-        tpm = try TPM(tcti: tcti, gate: gate)
-        vault = try Vault(home: configuration.home, tpm: tpm, user: configuration.user)
+        do throws(SimulatorError) { readerTarget = try ReaderTarget(configuration) } catch { throw .simulator(error) }
+        do throws(TPMError) { tpm = try TPM(tcti: tcti, gate: gate) } catch { throw BackendFailure(tpm: error) }
+        do throws(VaultError) {
+            vault = try Vault(home: configuration.home, tpm: tpm, user: configuration.user)
+        } catch {
+            throw BackendFailure(vault: error)
+        }
     }
 
     /// The TCTI string of the TPM `configuration` names. The simulator's
     /// must be running.
-    static func tcti(_ configuration: Configuration) throws -> String {
+    static func tcti(_ configuration: Configuration) throws(BackendFailure) -> String {
         switch configuration.tpm {
         case .tcti(let tcti): return tcti
         case .simulator:
             let simulator = configuration.simulator
-            try simulator.checkPaths()
+            do throws(SimulatorError) { try simulator.checkPaths() } catch { throw .simulator(error) }
             guard simulator.status.running else {
                 throw BackendFailure.tpm(TPMFailure(.unreachable, "the simulator is not running (no swtpm for \(simulator.directory))"))
             }
