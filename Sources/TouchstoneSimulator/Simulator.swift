@@ -67,10 +67,8 @@ public struct Simulator: Sendable, Hashable {
             try TPM(tcti: swtpm.tcti).setDictionaryAttackParameters(
                 maxTries: Self.maximumPasscodeTries, recoveryTime: Self.triesRecoverySeconds,
                 lockoutRecovery: Self.triesRecoverySeconds)
-        } catch let error as TPMError {
-            throw .tpm(error.failure)
         } catch {
-            throw .tpm(TPMFailure(.failed, "\(error)"))
+            throw .tpm(error.failure)
         }
         return .started(pid: pid)
     }
