@@ -154,7 +154,7 @@ let package = Package(
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
                                                  "COpenSSL"],
                     linkerSettings: exportSharedCryptoContext),
-        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
         .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],

@@ -1,6 +1,7 @@
 import Foundation
 import Touchstone
 import TouchstoneCommandLine
+import TouchstonePOSIX
 import TouchstoneServer
 #if canImport(Glibc)
 import Glibc
@@ -56,7 +57,7 @@ struct Touchstoned {
                 FileHandle.standardError.write(Data("touchstoned: \(line)\n".utf8))
             }
         } catch {
-            listener.close()
+            listener.removeSocketFile()
             fail("cannot open the daemon's database in \(home.path): \(error)")
         }
         var stops: [any DispatchSourceSignal] = []
@@ -68,8 +69,8 @@ struct Touchstoned {
             stops.append(source)
         }
         FileHandle.standardError.write(Data("touchstoned: listening on \(listener.path) (state \(home.path), TPM \(tpm), reader \(reader))\n".utf8))
-        server.serve(listener: listener.fd)
-        listener.close()
+        server.serve(listener: listener.descriptor)
+        listener.removeSocketFile()
         FileHandle.standardError.write(Data("touchstoned: stopped\n".utf8))
         withExtendedLifetime(stops) {}
         exit(0)
@@ -80,8 +81,11 @@ struct Touchstoned {
     struct SetupError: Error, CustomStringConvertible { let description: String }
 
     static func makeStateFolder(_ path: String) throws(SetupError) {
-        if mkdir(path, 0o700) != 0 && errno != EEXIST {
-            throw SetupError(description: "cannot create \(path): \(String(cString: strerror(errno)))")
+        do {
+            _ = try valueOrErrno(retryOnInterrupt: false) { mkdir(path, 0o700) }
+        } catch .fileExists {
+        } catch {
+            throw SetupError(description: "cannot create \(path): \(error)")
         }
         var info = stat()
         guard stat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else { throw SetupError(description: "\(path) is not a folder") }

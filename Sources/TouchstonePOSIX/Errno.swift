@@ -37,6 +37,11 @@ package struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringC
     package static var connectionAbort: Errno { Errno(rawValue: ECONNABORTED) }
     /// Connection refused (ECONNREFUSED).
     package static var connectionRefused: Errno { Errno(rawValue: ECONNREFUSED) }
+    /// Connection reset by peer (ECONNRESET).
+    package static var connectionReset: Errno { Errno(rawValue: ECONNRESET) }
+    /// Resource temporarily unavailable (EAGAIN, EWOULDBLOCK): a non-blocking
+    /// call, or a send whose deadline passed.
+    package static var resourceTemporarilyUnavailable: Errno { Errno(rawValue: EAGAIN) }
 
     /// `catch Errno.interrupted` in code whose error is untyped.
     package static func ~= (pattern: Errno, error: any Error) -> Bool {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Touchstone
 import TouchstoneSecure
+import TouchstonePOSIX
 import TouchstoneTPM
 import TouchstoneVault
 #if canImport(Glibc)
@@ -48,8 +49,7 @@ package final class DaemonServer: Sendable {
     private let stopping = Atomic<Bool>(false)
     /// A pipe whose read end the accept loop watches beside the listener:
     /// `stop()` writes to it, so shutdown wakes the loop itself.
-    private let wakeRead: Int32
-    private let wakeWrite: Int32
+    private let wake: DescriptorPair
 
     /// Opens the daemon's own database (`home/daemon.sqlite`).
     package init(settings: Settings, log: @escaping @Sendable (String) -> Void) throws {
@@ -60,45 +60,37 @@ package final class DaemonServer: Sendable {
         let database = try SQLiteDatabase(path: settings.home.appendingPathComponent("daemon.sqlite").path)
         gate = try PasscodeGate(database: database)
         gates = try GateStore(database: database)
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
-            throw DeviceError.storage(StorageFailure(.stateFolder, "pipe: \(String(cString: strerror(errno)))"))
+        do {
+            wake = try OwnedDescriptor.pipe()
+        } catch {
+            throw DeviceError.storage(StorageFailure(.stateFolder, "pipe: \(error)"))
         }
-        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        _ = fcntl(ends[1], F_SETFL, fcntl(ends[1], F_GETFL) | O_NONBLOCK)
-        (wakeRead, wakeWrite) = (ends[0], ends[1])
-    }
-
-    deinit {
-        close(wakeRead)
-        close(wakeWrite)
     }
 
     /// Accepts connections on `listener` (a bound, listening Unix socket)
     /// until `stop()`; each client is served on its own.
-    package func serve(listener: Int32) {
+    package func serve(listener: borrowing OwnedDescriptor) {
         while !stopping.load(ordering: .relaxed) {
-            var watched = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&watched, 2, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                log.write("poll failed: \(String(cString: strerror(errno)))")
+            var watched = [pollfd(fd: listener.rawValue, events: Int16(POLLIN), revents: 0),
+                           pollfd(fd: wake.read.rawValue, events: Int16(POLLIN), revents: 0)]
+            do {
+                _ = try valueOrErrno(retryOnInterrupt: true) { poll(&watched, 2, -1) }
+            } catch {
+                log.write("poll failed: \(error)")
                 usleep(100_000)
                 continue
             }
             if watched[1].revents != 0 { break }  // stop()
             guard watched[0].revents != 0 else { continue }
-            let fd = accept(listener, nil, nil)
-            if fd < 0 {
-                if errno == EINTR || errno == EAGAIN || errno == ECONNABORTED { continue }
-                log.write("accept failed: \(String(cString: strerror(errno)))")
+            do {
+                admit(FrameSocket(owning: try listener.accept()))
+            } catch .resourceTemporarilyUnavailable, .connectionAbort {
+                continue
+            } catch {
+                log.write("accept failed: \(error)")
                 // Out of descriptors or memory: wait, the others go on.
                 usleep(100_000)
-                continue
             }
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            admit(FrameSocket(adopting: fd))
         }
     }
 
@@ -140,7 +132,7 @@ package final class DaemonServer: Sendable {
     package func stop() {
         stopping.store(true, ordering: .relaxed)
         var byte: UInt8 = 1
-        _ = write(wakeWrite, &byte, 1)
+        _ = try? withUnsafeBytes(of: &byte) { bytes in try wake.write.write(bytes) }
         for session in sessions.withLock({ Array($0.values) }) { session.end() }
     }
 
@@ -185,8 +177,11 @@ actor UserEngines {
         if let engine = engines[uid] { return engine }
         let configuration = configuration(for: uid)
         for path in [configuration.home.deletingLastPathComponent().path, configuration.home.path] {
-            if mkdir(path, 0o700) != 0 && errno != EEXIST {
-                throw .storage(StorageFailure(.stateFolder, "cannot create \(path): \(String(cString: strerror(errno)))"))
+            do {
+                _ = try valueOrErrno(retryOnInterrupt: false) { mkdir(path, 0o700) }
+            } catch .fileExists {
+            } catch {
+                throw .storage(StorageFailure(.stateFolder, "cannot create \(path): \(error)"))
             }
         }
         let gate = try gates.gate(for: uid, vaultExists: FileManager.default.fileExists(

@@ -41,17 +41,17 @@ package final class DaemonSession: Sendable {
     /// peer (SO_PEERPIDFD), it is checked to be that process's: a pid
     /// reused by another process after the client exited reads as "?".
     private static func comm(of pid: pid_t, socket: FrameSocket) -> String {
-        let pidfd = socket.peerPIDFD()
-        defer { if let pidfd { close(pidfd) } }
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return "?" }
-        if let pidfd {
-            // fdinfo's "Pid:" is the process's pid while it lives, -1 after.
-            let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(pidfd)", encoding: .utf8)) ?? ""
-            let live = info.split(separator: "\n").first { $0.hasPrefix("Pid:") }?
-                .split(separator: "\t").last.map(String.init) == String(pid)
-            if !live { return "?" }
+        socket.withPeerPIDFD { pidfd in
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return "?" }
+            if let pidfd {
+                // fdinfo's "Pid:" is the process's pid while it lives, -1 after.
+                let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(pidfd)", encoding: .utf8)) ?? ""
+                let live = info.split(separator: "\n").first { $0.hasPrefix("Pid:") }?
+                    .split(separator: "\t").last.map(String.init) == String(pid)
+                if !live { return "?" }
+            }
+            return String(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(32))
         }
-        return String(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(32))
     }
 
     func start() {

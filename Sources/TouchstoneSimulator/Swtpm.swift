@@ -172,10 +172,10 @@ package struct Swtpm: Sendable {
             ?? (executable, arguments)
         let pid: pid_t
         do {
-            pid = try TouchstonePOSIX.ChildSpawn.start(program, list, actions: &actions, environment: environment)
+            pid = try ChildSpawn.start(program, list, actions: &actions, environment: environment)
         } catch {
             throw .didNotStart(error.description)
         }
-        return TouchstonePOSIX.ChildSpawn.waitForExit(pid)
+        return ChildSpawn.waitForExit(pid)
     }
 }

@@ -67,7 +67,7 @@ final class SSHServerRig {
             posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
             posix_spawn_file_actions_addopen(&actions, 1, folder + "/sshd.log", O_WRONLY | O_CREAT | O_APPEND, 0o600)
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
-            let started = try TouchstonePOSIX.ChildSpawn.start("/usr/sbin/sshd", ["-D", "-e", "-f", folder + "/sshd_config"], actions: &actions,
+            let started = try ChildSpawn.start("/usr/sbin/sshd", ["-D", "-e", "-f", folder + "/sshd_config"], actions: &actions,
                                                environment: ["PATH": "/usr/sbin:/usr/bin:/bin"], newSession: true)
             pid = started
             let deadline = Date().addingTimeInterval(60)

@@ -47,7 +47,7 @@ package final class DBusRig: @unchecked Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, folder + "/dbus-daemon.log", O_WRONLY | O_CREAT, 0o600)
-        daemon = try TouchstonePOSIX.ChildSpawn.start(dbusDaemon, ["--config-file=" + config, "--nofork", "--nosyslog"], actions: &actions)
+        daemon = try ChildSpawn.start(dbusDaemon, ["--config-file=" + config, "--nofork", "--nosyslog"], actions: &actions)
         // Ready when its socket accepts a connection.
         for _ in 0..<500 {
             if unixSocketAccepts(socket) { return }
@@ -74,7 +74,7 @@ package final class DBusRig: @unchecked Sendable {
     package func close() {
         if let daemon {
             kill(daemon, SIGTERM)
-            _ = TouchstonePOSIX.ChildSpawn.waitForExit(daemon)
+            _ = ChildSpawn.waitForExit(daemon)
             self.daemon = nil
         }
         try? FileManager.default.removeItem(atPath: folder)

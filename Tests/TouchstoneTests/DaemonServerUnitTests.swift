@@ -5,6 +5,7 @@ import TestRigs
 import Testing
 import Touchstone
 import TouchstoneClient
+import TouchstonePOSIX
 import TouchstoneSecure
 import TouchstoneServer
 import TouchstoneVault
@@ -66,7 +67,7 @@ struct DaemonServerUnitTests {
     /// and one end of a socketpair it serves.
     private func served(_ folder: String) throws -> (DaemonServer, FrameSocket) {
         let settings = DaemonServer.Settings(home: URL(fileURLWithPath: folder), tpm: .tcti("swtpm:path=\(folder)/no-tpm"),
-                                             reader: .id("none"), timeout: .seconds(5))
+                                             reader: .id("none"), timeout: .seconds(3600))
         let server = try DaemonServer(settings: settings) { _ in }
         return (server, try connect(server))
     }
@@ -77,8 +78,8 @@ struct DaemonServerUnitTests {
         guard socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0, &ends) == 0 else {
             throw RigFailure("socketpair: \(String(cString: strerror(errno)))")
         }
-        server.serve(connection: FrameSocket(adopting: ends[0]))
-        return FrameSocket(adopting: ends[1])
+        server.serve(connection: FrameSocket(owning: OwnedDescriptor(adopting: ends[0])))
+        return FrameSocket(owning: OwnedDescriptor(adopting: ends[1]))
     }
 
     /// One request and its answer; the blocking reads off the cooperative

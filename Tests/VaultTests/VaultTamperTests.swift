@@ -242,8 +242,8 @@ struct VaultTamperTests {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
-        let dead = try TouchstonePOSIX.ChildSpawn.start("/bin/true", [], actions: &actions)
-        #expect(TouchstonePOSIX.ChildSpawn.waitForExit(dead) == 0)  // reaped: no process has that PID now
+        let dead = try ChildSpawn.start("/bin/true", [], actions: &actions)
+        #expect(ChildSpawn.waitForExit(dead) == 0)  // reaped: no process has that PID now
         let path = folder + "/vault.sqlite"
         let abandoned = ["\(path).new-\(dead)-7", "\(path).new-\(dead)-7-wal"]
         let live = "\(path).new-\(getpid())-9"

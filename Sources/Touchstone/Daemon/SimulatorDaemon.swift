@@ -1,4 +1,5 @@
 import Foundation
+import TouchstonePOSIX
 import TouchstoneSimulator
 #if canImport(Glibc)
 import Glibc
@@ -48,8 +49,12 @@ public struct SimulatorDaemon: Sendable, Hashable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 1, logFile, O_WRONLY | O_CREAT | O_APPEND, 0o600)
         posix_spawn_file_actions_adddup2(&actions, 1, 2)
-        let pid = try ChildSpawn.start(executable, ["--home", home, "--sim", "--socket", socket], actions: &actions,
-                                       newSession: true)
+        let pid: pid_t
+        do {
+            pid = try ChildSpawn.start(executable, ["--home", home, "--sim", "--socket", socket], actions: &actions, newSession: true)
+        } catch {
+            throw .didNotStart(error.description)
+        }
         do {
             try Data("\(pid)\n".utf8).write(to: URL(fileURLWithPath: pidFile))
         } catch {

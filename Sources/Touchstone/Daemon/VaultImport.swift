@@ -1,4 +1,5 @@
 import Foundation
+import TouchstonePOSIX
 import TouchstoneSecure
 
 /// What `importEmbeddedVault` did.
@@ -104,8 +105,10 @@ extension TouchstoneDevice {
         for name in ["vault.sqlite", "vault.sqlite-wal", "vault.sqlite-shm"] {
             let file = home.appendingPathComponent(name).path
             guard FileManager.default.fileExists(atPath: file) else { continue }
-            guard unlink(file) == 0 else {
-                throw .storage(StorageFailure(.stateFolder, "imported, but \(file) could not be removed: \(String(cString: strerror(errno)))"))
+            do {
+                _ = try valueOrErrno(retryOnInterrupt: false) { unlink(file) }
+            } catch {
+                throw .storage(StorageFailure(.stateFolder, "imported, but \(file) could not be removed: \(error)"))
             }
         }
         return .removed

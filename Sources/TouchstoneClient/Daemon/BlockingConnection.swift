@@ -1,4 +1,5 @@
 import Glibc
+import TouchstonePOSIX
 import TouchstoneSecure
 
 /// `DaemonConnection`'s calls for a process that runs on one thread with
@@ -35,25 +36,23 @@ package struct BlockingConnection {
     /// asks for the passcode instead.
     private struct Touch {
         let id: UInt32
-        var enter: Int32?
+        var enter: Terminal.Handle?
     }
 
     private func exchange() throws -> DaemonWire.Frame {
         var touch: Touch?
-        defer { if let fd = touch?.enter { close(fd) } }
         while true {
             var fds = [pollfd(fd: socket.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: terminal.interrupt.readEnd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: touch?.enter ?? -1, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 3, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                throw DaemonWireError.system("poll: \(String(cString: strerror(errno)))")
+                       pollfd(fd: touch?.enter?.fd ?? -1, events: Int16(POLLIN), revents: 0)]
+            do {
+                _ = try valueOrErrno(retryOnInterrupt: true) { poll(&fds, 3, -1) }
+            } catch {
+                throw DaemonWireError.call("poll", error)
             }
             if fds[1].revents != 0 { throw CancellationError() }
             if fds[2].revents != 0, let shown = touch, let tty = shown.enter {
                 let asked = terminal.readEnter(tty)
-                close(tty)
                 touch?.enter = nil
                 if terminal.interrupt.fired { throw CancellationError() }
                 // Enter: the person asks for the passcode. At the
@@ -77,14 +76,12 @@ package struct BlockingConnection {
                     switch terminal.touchPrompt(reason: reason, passcodeAllowed: passcodeAllowed) {
                     case .useThePasscode: try reply(DaemonReply(id: prompt.id, answer: .fallback))
                     case .waiting(let enter):
-                        if let old = touch?.enter { close(old) }
                         touch = Touch(id: prompt.id, enter: enter)
                     }
                 }
             case .cancel:
                 let id = try frame.decode(DaemonCancel.self).id
                 if let shown = touch, shown.id == id {
-                    if let tty = shown.enter { close(tty) }
                     touch = nil
                 }
             case .request, .reply:

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import TouchstonePOSIX
 import TouchstoneSecure
 
 /// The protocol between a `DaemonEngine` and `touchstoned`, on a Unix
@@ -205,7 +206,9 @@ package enum DaemonWireError: Error, Sendable, Hashable, CustomStringConvertible
     case tooLarge(Int)
     case version(UInt8)
     case malformed(String)
-    /// A system call failed.
+    /// A system call failed: which, and the kernel's error.
+    case call(String, Errno)
+    /// The socket could not be used, and why.
     case system(String)
 
     package var description: String {
@@ -215,6 +218,7 @@ package enum DaemonWireError: Error, Sendable, Hashable, CustomStringConvertible
         case .tooLarge(let n): "a frame of \(n) bytes, more than \(DaemonWire.maximumBody)"
         case .version(let v): "the peer speaks protocol version \(v) and this side \(DaemonWire.version): touchstone and touchstoned must come from the same release"
         case .malformed(let why): "malformed message: \(why)"
+        case .call(let call, let errno): "\(call): \(errno)"
         case .system(let why): why
         }
     }

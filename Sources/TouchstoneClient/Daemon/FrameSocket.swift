@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Synchronization
+import TouchstonePOSIX
 import TouchstoneSecure
 #if canImport(Glibc)
 import Glibc
@@ -9,44 +10,49 @@ import Glibc
 /// receives `DaemonWire` frames. Sends may come from any thread (one at a
 /// time, under a lock); one thread receives.
 package final class FrameSocket: Sendable {
-    package let fd: Int32
+    /// The socket, closed when this goes.
+    private let descriptor: OwnedDescriptor
     private let sending = Locked(())
     private let isShut = Atomic<Bool>(false)
 
-    package init(adopting fd: Int32) {
-        self.fd = fd
-    }
+    /// The socket's number, for a call made while this lives.
+    package var fd: Int32 { descriptor.rawValue }
 
-    deinit { Glibc.close(fd) }
+    package init(owning descriptor: consuming OwnedDescriptor) {
+        self.descriptor = descriptor
+    }
 
     /// Connects to the daemon listening at `path`.
     package static func connect(to path: String) throws(DaemonWireError) -> FrameSocket {
-        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw .system("socket: \(String(cString: strerror(errno)))") }
-        guard let connected = withUnixSocketAddress(path, { Glibc.connect(fd, $0, $1) }) else {
-            Glibc.close(fd)
+        let socket: OwnedDescriptor
+        do {
+            socket = try .unixStreamSocket()
+        } catch {
+            throw .call("socket", error)
+        }
+        do {
+            try socket.connect(unixSocket: path)
+        } catch .fileNameTooLong {
             throw .system("the socket path is longer than 107 bytes")
+        } catch {
+            throw .system(error.description)
         }
-        guard connected == 0 else {
-            let why = String(cString: strerror(errno))
-            Glibc.close(fd)
-            throw .system(why)
-        }
-        return FrameSocket(adopting: fd)
+        return FrameSocket(owning: socket)
     }
 
     /// The peer's pid, uid and gid (SO_PEERCRED): who connected, as the
     /// kernel saw it at connect().
     package func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? { TouchstoneModel.peerCredentials(of: fd) }
 
-    /// A pidfd of the peer (SO_PEERPIDFD, Linux 6.5 and later; the caller
-    /// closes it), or nil where the kernel has none.
-    package func peerPIDFD() -> Int32? {
+    /// Runs `body` with a pidfd of the peer (SO_PEERPIDFD, Linux 6.5 and
+    /// later), or nil where the kernel has none; the pidfd is closed after.
+    package func withPeerPIDFD<R>(_ body: (Int32?) -> R) -> R {
         let soPeerPIDFD: Int32 = 77  // <asm-generic/socket.h>, newer than Debian 12's headers
         var pidfd: Int32 = -1
         var size = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(fd, SOL_SOCKET, soPeerPIDFD, &pidfd, &size) == 0, pidfd >= 0 else { return nil }
-        return pidfd
+        guard getsockopt(fd, SOL_SOCKET, soPeerPIDFD, &pidfd, &size) == 0, pidfd >= 0 else { return body(nil) }
+        let owner = OwnedDescriptor(adopting: pidfd)
+        return body(owner.rawValue)
     }
 
     /// Bounds each send: a peer that reads nothing for `deadline` makes
@@ -73,13 +79,17 @@ package final class FrameSocket: Sendable {
     private func write(_ bytes: UnsafeRawBufferPointer) -> DaemonWireError? {
         var at = 0
         while at < bytes.count {
-            let n = Glibc.send(fd, bytes.baseAddress!.advanced(by: at), bytes.count - at, Int32(MSG_NOSIGNAL))
-            if n < 0 {
-                if errno == EINTR { continue }
-                if errno == EAGAIN || errno == EWOULDBLOCK { return .timedOut }  // the send deadline passed
-                return errno == EPIPE || errno == ECONNRESET ? .closed : .system("send: \(String(cString: strerror(errno)))")
+            do {
+                at += try valueOrErrno(retryOnInterrupt: true) {
+                    Glibc.send(fd, bytes.baseAddress!.advanced(by: at), bytes.count - at, Int32(MSG_NOSIGNAL))
+                }
+            } catch .resourceTemporarilyUnavailable {
+                return .timedOut  // the send deadline passed
+            } catch .brokenPipe, .connectionReset {
+                return .closed
+            } catch {
+                return .call("send", error)
             }
-            at += n
         }
         return nil
     }
@@ -117,10 +127,15 @@ package final class FrameSocket: Sendable {
         var at = 0
         while at < buffer.count {
             try wait(at == 0 ? first : rest)
-            let n = Glibc.read(fd, buffer.baseAddress!.advanced(by: at), buffer.count - at)
-            if n < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw errno == ECONNRESET ? .closed : .system("read: \(String(cString: strerror(errno)))")
+            let n: Int
+            do {
+                n = try valueOrErrno(retryOnInterrupt: true) { Glibc.read(fd, buffer.baseAddress!.advanced(by: at), buffer.count - at) }
+            } catch .resourceTemporarilyUnavailable {
+                continue
+            } catch .connectionReset {
+                throw .closed
+            } catch {
+                throw .call("read", error)
             }
             if n == 0 { throw .closed }
             at += n
@@ -130,13 +145,13 @@ package final class FrameSocket: Sendable {
     private func wait(_ limit: Duration?) throws(DaemonWireError) {
         let milliseconds = limit.map { Int32(clamping: $0.wholeMilliseconds) } ?? -1
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while true {
-            let ready = poll(&poller, 1, milliseconds)
-            if ready < 0 && errno == EINTR { continue }
-            if ready < 0 { throw .system("poll: \(String(cString: strerror(errno)))") }
-            if ready == 0 { throw .timedOut }
-            return
+        let ready: Int32
+        do {
+            ready = try valueOrErrno(retryOnInterrupt: true) { poll(&poller, 1, milliseconds) }
+        } catch {
+            throw .call("poll", error)
         }
+        if ready == 0 { throw .timedOut }
     }
 
     /// Ends the connection both ways: a thread blocked in `receive` gets

@@ -24,11 +24,11 @@ package struct BlockingTerminal: Sendable {
             outcome = LineReader.blockingRead(fd, cancel: interrupt.readEnd, alsoCancel: peer, limit: TerminalInteraction.passcodeLimit)
         } else {
             guard let tty = Terminal.open() else { throw .notInteractive }
-            defer { close(tty) }
             TerminalInteraction.write("Passcode: ")
-            Terminal.disableEcho(tty)
-            outcome = LineReader.blockingRead(tty, cancel: interrupt.readEnd, alsoCancel: peer, limit: TerminalInteraction.passcodeLimit)
+            Terminal.disableEcho(tty.fd)
+            outcome = LineReader.blockingRead(tty.fd, cancel: interrupt.readEnd, alsoCancel: peer, limit: TerminalInteraction.passcodeLimit)
             Terminal.restoreEcho()
+            withExtendedLifetime(tty) {}
         }
         if case .cancelled = outcome, !interrupt.fired { return nil }
         return try TerminalInteraction.passcode(outcome, descriptor: passcodeDescriptor)
@@ -38,7 +38,7 @@ package struct BlockingTerminal: Sendable {
     /// `.useThePasscode` at once when that is allowed and a descriptor gives
     /// it; otherwise the prompt's lines are shown and the wait goes on, with
     /// the terminal whose Enter asks for the passcode (when allowed and
-    /// there is one; the caller closes it).
+    /// there is one; it closes when the last reference goes).
     package func touchPrompt(reason: String, passcodeAllowed: Bool) -> TouchWait {
         if passcodeAllowed && passcodeDescriptor != nil { return .useThePasscode }
         let tty = passcodeAllowed ? Terminal.open() : nil
@@ -48,13 +48,13 @@ package struct BlockingTerminal: Sendable {
 
     package enum TouchWait: Sendable {
         case useThePasscode
-        case waiting(enter: Int32?)
+        case waiting(enter: Terminal.Handle?)
     }
 
     /// Whether a line (Enter) was read from `tty` (readable: the terminal
     /// hands over whole lines); false at its end or on a signal.
-    package func readEnter(_ tty: Int32) -> Bool {
-        if case .line = LineReader.blockingRead(tty, cancel: interrupt.readEnd, limit: 4096) { return true }
+    package func readEnter(_ tty: Terminal.Handle) -> Bool {
+        if case .line = LineReader.blockingRead(tty.fd, cancel: interrupt.readEnd, limit: 4096) { return true }
         return false
     }
 

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import TouchstonePOSIX
 import TouchstoneSecure
 
 /// Reads one line from a descriptor on a dedicated thread, so that the
@@ -21,7 +22,12 @@ enum LineReader {
     /// The next line from `fd` (without its `\n` or `\r\n`), at most
     /// `limit` bytes.
     static func readLine(from fd: Int32, limit: Int = 4096) async -> Outcome {
-        guard let cancel = CancelPipe() else { return .failed("pipe: \(String(cString: strerror(errno)))") }
+        let cancel: CancelPipe
+        do {
+            cancel = try CancelPipe()
+        } catch {
+            return .failed("pipe: \(error)")
+        }
         let result = Handover()
         await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -58,25 +64,15 @@ enum LineReader {
     /// reading thread and the cancellation handler are done with it, so a
     /// late cancel never writes to a descriptor number reused since.
     private final class CancelPipe: Sendable {
-        // The descriptors never change; write(2) is safe from any thread.
-        let readEnd: Int32
-        let writeEnd: Int32
+        // write(2) is safe from any thread; the ends close with this.
+        private let ends: DescriptorPair
+        var readEnd: Int32 { ends.read.rawValue }
 
-        init?() {
-            var fds: [Int32] = [-1, -1]
-            guard pipe(&fds) == 0 else { return nil }
-            for fd in fds { _ = fcntl(fd, F_SETFD, FD_CLOEXEC) }
-            (readEnd, writeEnd) = (fds[0], fds[1])
-        }
+        init() throws(Errno) { ends = try OwnedDescriptor.pipe() }
 
         func signal() {
             var byte: UInt8 = 1
-            _ = write(writeEnd, &byte, 1)
-        }
-
-        deinit {
-            close(readEnd)
-            close(writeEnd)
+            _ = try? withUnsafeBytes(of: &byte) { bytes in try ends.write.write(bytes) }
         }
     }
 
@@ -90,18 +86,22 @@ enum LineReader {
             var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: cancel, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: alsoCancel, events: Int16(POLLIN), revents: 0)]
-            let ready = poll(&fds, 3, -1)
-            if ready < 0 {
-                if errno == EINTR { continue }
-                return .failed("poll: \(String(cString: strerror(errno)))")
+            do {
+                _ = try valueOrErrno(retryOnInterrupt: true) { poll(&fds, 3, -1) }
+            } catch {
+                return .failed("poll: \(error)")
             }
             if fds[1].revents != 0 || fds[2].revents != 0 { return .cancelled }
             guard fds[0].revents != 0 else { continue }
             var byte: UInt8 = 0
-            let n = read(fd, &byte, 1)
-            if n < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                return .failed(String(cString: strerror(errno)))
+            let n: Int
+            do {
+                // The descriptor may be one the caller was handed and closed (--passcode-fd).
+                n = try valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) { read(fd, &byte, 1) }
+            } catch .resourceTemporarilyUnavailable {
+                continue
+            } catch {
+                return .failed(error.description)
             }
             if n == 0 {
                 return count == 0 ? .endOfInput : .line(prefix(buffer, count))

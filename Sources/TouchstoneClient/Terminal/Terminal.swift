@@ -1,19 +1,29 @@
 import FoundationEssentials
 import Glibc
 import Synchronization
+import TouchstonePOSIX
 
 /// The controlling terminal (/dev/tty), when the process has one, and its
 /// echo switch for passcode entry.
 ///
 /// The settings saved before echo was turned off are kept process-wide, so
 /// that an exit forced by a second Ctrl-C still restores them.
-enum Terminal {
+package enum Terminal {
     private static let saved = SavedSettings()
 
-    /// A descriptor on /dev/tty, or nil without a controlling terminal.
-    static func open() -> Int32? {
-        let fd = Glibc.open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC)
-        return fd >= 0 ? fd : nil
+    /// /dev/tty, open, or nil without a controlling terminal.
+    static func open() -> Handle? {
+        guard let descriptor = try? OwnedDescriptor.open("/dev/tty", O_RDWR | O_NOCTTY) else { return nil }
+        return Handle(descriptor)
+    }
+
+    /// The controlling terminal, open; closed when the last reference goes.
+    package final class Handle: Sendable {
+        private let descriptor: OwnedDescriptor
+        /// Its number, for a call made while this lives.
+        package var fd: Int32 { descriptor.rawValue }
+
+        init(_ descriptor: consuming OwnedDescriptor) { self.descriptor = descriptor }
     }
 
     /// Turns echo off on `fd` (a terminal) until `restoreEcho` is called.

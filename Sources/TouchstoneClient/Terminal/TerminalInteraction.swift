@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import TouchstonePOSIX
 
 /// The terminal's side of an authentication, as the `touchstone` command
 /// has it: prompts on stderr, Enter on the terminal to use the passcode
@@ -20,18 +21,15 @@ public final class TerminalInteraction: AuthenticationInteraction {
     /// controlling terminal).
     public var canAskPasscode: Bool {
         if passcodeDescriptor != nil { return true }
-        guard let tty = Terminal.open() else { return false }
-        close(tty)
-        return true
+        return Terminal.open() != nil
     }
 
     public func waitForPasscodeRequest(reason: String, passcodeAllowed: Bool) async {
         if passcodeAllowed && passcodeDescriptor != nil { return }
         let tty = passcodeAllowed ? Terminal.open() : nil
-        defer { if let tty { close(tty) } }
         Self.announceTouch(reason: reason, enterForPasscode: tty != nil)
         if let tty {
-            switch await LineReader.readLine(from: tty) {
+            switch await LineReader.readLine(from: tty.fd) {
             case .line: return  // Enter: the person asks for the passcode
             case .failed(let why):
                 // Say so: Enter can no longer be read, only a touch ends this.
@@ -62,11 +60,11 @@ public final class TerminalInteraction: AuthenticationInteraction {
             return try Self.passcode(await LineReader.readLine(from: fd, limit: Self.passcodeLimit), descriptor: fd)
         }
         guard let tty = Terminal.open() else { throw .notInteractive }
-        defer { close(tty) }
         Self.write(prompt)
-        Terminal.disableEcho(tty)
-        let outcome = await LineReader.readLine(from: tty, limit: Self.passcodeLimit)
+        Terminal.disableEcho(tty.fd)
+        let outcome = await LineReader.readLine(from: tty.fd, limit: Self.passcodeLimit)
         Terminal.restoreEcho()
+        withExtendedLifetime(tty) {}
         return try Self.passcode(outcome, descriptor: nil)
     }
 
@@ -132,10 +130,11 @@ public final class TerminalInteraction: AuthenticationInteraction {
         let bytes = Array(text.utf8)
         var offset = 0
         while offset < bytes.count {
-            let n = bytes[offset...].withUnsafeBytes { Glibc.write(2, $0.baseAddress, $0.count) }
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { return }
-            offset += n
+            let written = bytes[offset...].withUnsafeBytes { chunk in
+                try? valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) { Glibc.write(2, chunk.baseAddress, chunk.count) }
+            }
+            guard let written, written > 0 else { return }
+            offset += written
         }
     }
 }
