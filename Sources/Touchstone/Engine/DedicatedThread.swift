@@ -5,7 +5,7 @@ import TouchstoneSecure
 /// on one, so that TPM commands and SQLite calls, which block, never hold
 /// a thread of Swift's cooperative pool (two threads on a 2-core machine;
 /// a blocked one stalls every other task). libfprint has its own thread
-/// too (FprintThread).
+/// too (`GLibLoopThread.libfprint`).
 ///
 /// It is a task executor as well: the public API runs its own nonisolated
 /// steps between engine calls here too (`withTaskExecutorPreference`), so
