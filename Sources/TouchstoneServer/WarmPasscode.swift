@@ -3,7 +3,7 @@ import Touchstone
 import TouchstoneSecure
 
 /// What `touchstoned` keeps of one user's last right passcode while the
-/// user goes on using it (docs/daemon.md, "What it enforces today"): the passcode
+/// user goes on using it (docs/daemon.md, "What it enforces"): the passcode
 /// class key's secret as the TPM opened it, the vault record it opened
 /// from, and a keyed BLAKE2b-256 of the passcode under a key of this
 /// process's (never stored). A passcode with the same hash then proves
