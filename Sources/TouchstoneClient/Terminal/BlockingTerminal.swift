@@ -25,8 +25,9 @@ package struct BlockingTerminal: Sendable {
         } else {
             guard let tty = Terminal.open() else { throw .notInteractive }
             defer { close(tty) }
-            TerminalInteraction.write("Passcode: ")
+            // Echo off first, then the prompt (TerminalInteraction.readPasscode).
             Terminal.disableEcho(tty)
+            TerminalInteraction.write("Passcode: ")
             outcome = LineReader.blockingRead(tty, cancel: interrupt.readEnd, alsoCancel: peer, limit: TerminalInteraction.passcodeLimit)
             Terminal.restoreEcho()
         }

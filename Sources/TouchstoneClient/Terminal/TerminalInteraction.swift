@@ -63,8 +63,10 @@ public final class TerminalInteraction: AuthenticationInteraction {
         }
         guard let tty = Terminal.open() else { throw .notInteractive }
         defer { close(tty) }
-        Self.write(prompt)
+        // Echo off (flushing what was typed before), then the prompt, as
+        // getpass(3) does: what is typed once the prompt shows is kept.
         Terminal.disableEcho(tty)
+        Self.write(prompt)
         let outcome = await LineReader.readLine(from: tty, limit: Self.passcodeLimit)
         Terminal.restoreEcho()
         return try Self.passcode(outcome, descriptor: nil)
