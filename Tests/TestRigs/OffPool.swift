@@ -1,14 +1,79 @@
 import Foundation
 import TouchstoneSecure
 
-/// Runs `body`, which blocks (it waits for processes, polls files), on a
-/// thread of its own and awaits it: a test that waits a minute for a touch
-/// or a child must not hold one of the cooperative pool's threads (two on a
-/// 2-core machine), which the tests that answer D-Bus calls from tasks
-/// need meanwhile.
-package func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-    let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
-        startDetachedThread(name: "test-blocking") { continuation.resume(returning: Result { try body() }) }
+/// Runs `body`, which blocks (it waits for processes, polls files, sleeps),
+/// on a thread of its own and awaits it: a test that waits a minute for a
+/// touch or a child must not hold one of the cooperative pool's threads
+/// (two on a 2-core machine), which the other tests' tasks need meanwhile
+/// (the pseudo-terminal tests poll their terminal from tasks; the Secret
+/// Service tests answer D-Bus calls from tasks).
+///
+/// The body stays in the calling task (a task executor preference, not a
+/// detached thread): its `#expect`s and `#require`s belong to the running
+/// test, as they would on the pool.
+package func offPool<T>(_ body: () throws -> T) async throws -> T {
+    let executor = ThreadOfItsOwn(name: "test-blocking")
+    defer { executor.finish() }
+    return try await withTaskExecutorPreference(executor) { try body() }
+}
+
+/// `offPool` for a body that also awaits (a test that polls a terminal with
+/// `eventually` between blocking steps): all of it runs on the thread of its
+/// own, its sleeps resumed there. Its child tasks would run there too, one
+/// at a time: a body whose child tasks wait for each other needs the pool.
+package func offPool<T>(awaiting body: () async throws -> T) async throws -> T {
+    let executor = ThreadOfItsOwn(name: "test-blocking")
+    defer { executor.finish() }
+    return try await withTaskExecutorPreference(executor) { try await body() }
+}
+
+/// A task executor with one thread of its own, for one `offPool` call: it
+/// runs the jobs the task enqueues while it prefers this executor, and its
+/// thread ends after `finish()` once nothing is left to run. A job
+/// enqueued after that (none is expected) goes to the global executor.
+private final class ThreadOfItsOwn: TaskExecutor, @unchecked Sendable {
+    // @unchecked Sendable: `jobs` and `finished` only under `condition`.
+    private let condition = NSCondition()
+    private var jobs: [UnownedJob] = []
+    private var finished = false
+
+    init(name: String) {
+        // A test body's stack: a thread's default (8 MiB), not 256 KiB.
+        startDetachedThread(name: name, stackSize: 8 << 20) { [self] in run() }
     }
-    return try result.get()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        condition.lock()
+        if finished {
+            condition.unlock()
+            globalConcurrentExecutor.enqueue(ExecutorJob(job))
+            return
+        }
+        jobs.append(job)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// No more jobs are expected: the thread ends when it has run the last.
+    func finish() {
+        condition.lock()
+        finished = true
+        condition.signal()
+        condition.unlock()
+    }
+
+    private func run() {
+        while true {
+            condition.lock()
+            while jobs.isEmpty && !finished { condition.wait() }
+            if jobs.isEmpty {
+                condition.unlock()
+                return
+            }
+            let job = jobs.removeFirst()
+            condition.unlock()
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        }
+    }
 }
