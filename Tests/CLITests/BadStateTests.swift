@@ -91,7 +91,7 @@ struct BadStateTests {
 
     @Test("a truncated vault file, with and without a write-ahead log: exit 13, the files untouched, nothing else lost")
     func truncated() async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, path) = try filled()
             defer { sandbox.close() }
             let good = try #require(Self.contents(path))
@@ -189,7 +189,7 @@ struct BadStateTests {
     @Test("a state folder the user cannot read, search or write: exit 1 with the chmod to run, nothing lost",
           arguments: [0o000, 0o300, 0o600, 0o500] as [mode_t])
     func unreadableHome(_ mode: mode_t) async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, path) = try filled()
             defer { sandbox.close() }
             defer { chmod(sandbox.home, 0o700) }
@@ -223,7 +223,7 @@ struct BadStateTests {
 
     @Test("the state folder on a read-only mount: reading works, changes are refused with a clear error, nothing lost")
     func readOnlyHome() async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, path) = try filled()
             defer { sandbox.close() }
             // Biometry-only: with no finger enrolled, exit 5 on a writable vault.
@@ -281,7 +281,7 @@ struct BadStateTests {
 
     @Test("a read-only mount holding a crashed process's write-ahead log without its index: a clear error, files untouched")
     func readOnlyWithLog() async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, path) = try filled()
             defer { sandbox.close() }
             let (imageMain, imageLog) = try Self.crashImage(path)
@@ -304,7 +304,7 @@ struct BadStateTests {
 
     @Test("service or account bytes that are not UTF-8: exit 64 naming the argument, nothing stored")
     func invalidUTF8() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let s = Array("s".utf8), a = Array("a".utf8)

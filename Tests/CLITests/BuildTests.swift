@@ -22,7 +22,7 @@ struct BuildTests {
     @Test("the binaries that use the TPM export OSSL_LIB_CTX_new and OSSL_LIB_CTX_free, so libtss2-esys uses the shared crypto context (docs/tpm.md)",
           arguments: ["touchstone-cli", "touchstoned", "git-credential-touchstone"])
     func exportsTheCryptoContextFunctions(_ binary: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let (status, text) = try Self.output("/usr/bin/nm", ["-D", "--defined-only", Self.sibling(binary)])
             #expect(status == 0)
             let symbols = text.split(separator: "\n").map { $0.split(separator: " ") }
@@ -34,7 +34,7 @@ struct BuildTests {
 
     @Test("touchstone (the dispatcher) and touchstone-get are static executables with neither libfprint, GLib, tpm2-tss, OpenSSL nor SQLite in them, where touchstone-cli loads them all (in the sanitizer builds, dynamic ones that load none of them)")
     func clientLoadsNoBackend() async throws {
-        try await offPool {
+        try await blockingTest {
             let backendLibraries = ["libfprint-2", "libtss2-esys", "libcrypto", "libglib-2.0", "libsqlite3"]
             let sanitized = ProcessInfo.processInfo.environment["TOUCHSTONE_SANITIZE"] != nil
             if sanitized {

@@ -9,7 +9,7 @@ import TestRigs
 struct ConcurrencyTests {
     @Test("the second process gets exit 4 (busy); the first completes; the state is intact")
     func busyReader() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -50,7 +50,7 @@ struct ConcurrencyTests {
 struct ConcurrentWriterTests {
     @Test("five concurrent adds, two of them for the same item: four stored, one exit 9, nothing corrupted")
     func concurrentAdds() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.run(["--sim", "list"]).code == 0)  // the vault exists before the race

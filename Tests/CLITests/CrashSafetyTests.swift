@@ -38,7 +38,7 @@ struct CrashSafetyTests {
 
     @Test("24 kills at random moments: every item is its old or its new bytes, never anything else")
     func randomKills() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -162,7 +162,7 @@ struct CrashSafetyTests {
 
     @Test("passcode change killed at random moments: the old passcode or the new one, in full; the one in force enrols")
     func passcodeChangeKills() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)

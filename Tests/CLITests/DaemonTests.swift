@@ -14,7 +14,7 @@ struct DaemonTests {
 
     @Test("the whole journey through the daemon: passcode, enrolment, items of each kind, a stranger's touch refused, status and list as embedded; the log names the caller and never a secret")
     func journey() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             let alice = rig.alice
@@ -69,7 +69,7 @@ struct DaemonTests {
 
     @Test("a warm passcode: the right one again opens with the TPM stopped (the daemon kept the key the TPM opened for it) where a change, which needs the TPM, waits for it; a wrong one is still refused; after the change the old one opens nothing and the new one does; ten wrong ones while it is warm throttle it like any other")
     func warmPasscode() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             let alice = rig.alice
@@ -120,7 +120,7 @@ struct DaemonTests {
 
     @Test("users are kept apart: bob sees nothing of alice's, his own item of the same name is his; neither can read the daemon's state, which its own user can")
     func usersApart() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             let (alice, bob) = (rig.alice, rig.bob)
@@ -155,7 +155,7 @@ struct DaemonTests {
 
     @Test("the daemon killed (SIGKILL) while a client waits for a touch: the client exits 11 naming the socket; restarted, everything opens")
     func killedMidRequest() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             let alice = rig.alice
@@ -185,7 +185,7 @@ struct DaemonTests {
 
     @Test("garbage, oversized and stalled frames, a flood of idle connections and a client killed mid-request never stop the daemon serving others")
     func garbageAndFloods() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
             defer { rig.close() }
             try rig.startDaemon(extraArguments: ["--timeout", "2"])
@@ -233,7 +233,7 @@ struct DaemonTests {
 
     @Test("a client killed in the middle of an enrolment through the daemon: nothing is enrolled, the reader is free again, and the next enrolment works")
     func enrolmentCutShort() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             let alice = rig.alice
@@ -257,7 +257,7 @@ struct DaemonTests {
 
     @Test("no daemon at the socket: exit 11, the message and hint name it; --embedded still opens this user's own vault")
     func unreachable() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let missing = sandbox.root + "/no-daemon.sock"
@@ -274,7 +274,7 @@ struct DaemonTests {
 
     @Test("a copy of a user's daemon vault, opened in a process of its own with the daemon's TPM, opens nothing (every key needs the daemon's gate); a copy of an embedded vault on the same TPM opens, so the attack is real")
     func copyOpensNothing() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             let alice = rig.alice
@@ -312,7 +312,7 @@ struct DaemonTests {
 
     @Test("touchstoned's command line: --help and --version exit 0; an unknown option, a relative --home or a bad --timeout exit 64; a state folder others can read is refused")
     func commandLine() async throws {
-        try await offPool {
+        try await blockingTest {
             let scratch = try makeTemporaryDirectory("tsc")
             defer { try? FileManager.default.removeItem(atPath: scratch) }
             func run(_ arguments: [String]) throws -> CLIResult {
@@ -410,7 +410,7 @@ final class RawConnection {
 struct SimulatorDaemonTests {
     @Test("sim start --daemon: --sim commands go through the simulator's touchstoned, --embedded does not; killed, --sim is exit 11 with the hint to start it; sim stop stops it and --sim is embedded again")
     func simulatorDaemon() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let started = sandbox.run(["sim", "start", "--daemon"])
@@ -454,7 +454,7 @@ struct DaemonThrottleTests {
 
     @Test("10 wrong passcodes in a row, then every attempt (the right one too) is refused with exit 12 and when to retry; the TPM saw none of them; a TPM DA reset and a daemon restart change nothing; another user is not held; after the wait the right one opens, and a wrong one then doubles the wait")
     func throttle() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
             defer { rig.close() }
             // The daemon's clock (debug builds): moved on by the test instead of slept through.
@@ -530,7 +530,7 @@ struct DaemonImportTests {
 
     @Test("import: a wrong passcode moves nothing; the right one moves the passcode, both fingers and every item that opens, with its attributes and access control, the invalidated one listed and left; the embedded vault then lists and opens and refuses changes; a second import is refused")
     func importEmbeddedVault() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -627,7 +627,7 @@ struct DaemonEquivalenceTests {
 
     @Test("a script of commands (errors included) gives the same exit codes, stdout and stderr through the simulator's daemon as embedded, dates and state folders aside")
     func sameOutput() async throws {
-        try await offPool {
+        try await blockingTest {
             let embedded = try CLISandbox()
             defer { embedded.close() }
             let daemon = try CLISandbox()

@@ -30,7 +30,7 @@ struct ExampleTests {
 
     @Test("the README's example is Examples/Sources/KeychainExample/main.swift, word for word")
     func readmeShowsTheExample() async throws {
-        try await offPool {
+        try await blockingTest {
             let readme = try String(contentsOfFile: Self.root + "/README.md", encoding: .utf8)
             let section = try #require(readme.range(of: "## The library"))
             let rest = readme[section.upperBound...]
@@ -44,7 +44,7 @@ struct ExampleTests {
 
     @Test("it builds against the Touchstone product alone and runs as written: the simulator, a finger enrolled, an item read back with a touch")
     func exampleBuildsAndRuns() async throws {
-        try await offPool {
+        try await blockingTest {
             let (status, log) = try Self.build(Self.examples, product: "KeychainExample")
             try #require(status == 0, "swift build of Examples failed:\n\(log.suffix(4000))")
             let directory = try makeTemporaryDirectory("ts-example-run")
@@ -82,7 +82,7 @@ struct ExampleTests {
 
     @Test("from a package outside this one, TouchstoneDevice.vault, .tpm, .engine, Vault, TPM and LibfprintReader are out of reach")
     func backendsAreOutOfReach() async throws {
-        try await offPool {
+        try await blockingTest {
             let package = try makeTemporaryDirectory("ts-outsider")
             defer { try? FileManager.default.removeItem(atPath: package) }
             // Two targets: one that uses the public API only, which must build

@@ -13,7 +13,7 @@ import TouchstoneTPM
 struct FailureCodeTests {
     @Test("--sim without a running simulator: exit 11 with the hint to start it")
     func noSimulator() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             for arguments in [["--sim", "fingers"], ["--sim", "list"], ["--tpm", "sim", "status"]] {
@@ -35,7 +35,7 @@ struct FailureCodeTests {
     @Test("Ctrl-C or SIGTERM while waiting for a touch: exit 3, no error text, and the next command works; embedded, and through the simulator's touchstoned (the get then runs in touchstone-get)",
           arguments: [SIGINT, SIGTERM], [false, true])
     func interrupt(_ signalNumber: Int32, throughDaemon: Bool) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let started = sandbox.run(["sim", "start"] + (throughDaemon ? ["--daemon"] : []))
@@ -71,7 +71,7 @@ struct FailureCodeTests {
 
     @Test("no touch before the timeout: exit 3")
     func timeout() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -84,7 +84,7 @@ struct FailureCodeTests {
 
     @Test("the reader unplugged while waiting: exit 4")
     func unplugged() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -100,7 +100,7 @@ struct FailureCodeTests {
 
     @Test("five failed matches lock biometry (exit 6); the passcode clears it")
     func biometricLockout() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -121,7 +121,7 @@ struct FailureCodeTests {
 
     @Test("wrong passcodes: exit 2, then the TPM's dictionary-attack lockout: exit 12 with when to retry")
     func tpmLockout() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -142,7 +142,7 @@ struct FailureCodeTests {
 
     @Test("a tampered item: exit 13")
     func tampered() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "none"], stdin: Array("intact".utf8)).code == 0)
@@ -159,7 +159,7 @@ struct FailureCodeTests {
 
     @Test("the passcode needed with no terminal and no --passcode-fd: exit 14")
     func notInteractive() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)

@@ -40,7 +40,7 @@ struct GitCredentialInputTests {
     @Test("a malformed or oversized request to get, store or erase: exit 1, the reason on stderr, nothing on stdout, the item kept and still given",
           arguments: ["get", "store", "erase"])
     func malformedRequests(_ operation: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, git) = try Self.world()
             defer { sandbox.close() }
             for (what, request, message) in Self.malformed {
@@ -59,7 +59,7 @@ struct GitCredentialInputTests {
 
     @Test("the keys of newer gits (capability[], wwwauth[], password_expiry_utc, oauth_refresh_token, url, state[]) are ignored, CR LF lines read as LF, a key given twice keeps its last value, EOF ends a request as a blank line does")
     func newerKeys() async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, git) = try Self.world()
             defer { sandbox.close() }
             let request = "capability[]=authtype\r\nprotocol=https\r\nhost=git.example.com\r\nwwwauth[]=Basic realm=\"x\"\r\n"
@@ -82,7 +82,7 @@ struct GitCredentialInputTests {
 
     @Test("store with a gated access and no passcode set: exit 7 before the item there is touched; it is still given, and replaced once the access needs no passcode")
     func gatedStoreWithoutPasscode() async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, git) = try Self.world()
             defer { sandbox.close() }
             let replacing = Array("protocol=https\nhost=git.example.com\nusername=alice\npassword=new-token\n\n".utf8)
@@ -97,7 +97,7 @@ struct GitCredentialInputTests {
 
     @Test("store without a username or a password, or without a host, does nothing (as git's credential-store); an operation of a newer git is ignored (exit 0); an item whose password holds a newline is refused with the fix, not sent")
     func incompleteRequests() async throws {
-        try await offPool {
+        try await blockingTest {
             let (sandbox, git) = try Self.world()
             defer { sandbox.close() }
             for request in ["protocol=https\nhost=git.example.com\npassword=p\n", "protocol=https\nhost=git.example.com\nusername=bob\n",
@@ -135,7 +135,7 @@ struct GitCredentialInputTests {
         (["--timeout", "0", "get"], "--timeout"),
     ])
     func usage(_ arguments: [String], _ message: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let git = try GitRig(sandbox, helpers: [])
@@ -186,7 +186,7 @@ struct GitCredentialDamageTests {
 
     @Test("30 damaged requests for each of get, store, erase")
     func damagedRequests() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let git = try GitRig(sandbox, helpers: [])

@@ -53,7 +53,7 @@ struct GitCredentialMemoryTests {
 
     @Test("after store and get (access none): no copy of the password or a vault key is left in the helper")
     func storeAndGet() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let git = try GitRig(sandbox, helpers: [])

@@ -15,7 +15,7 @@ struct GitCredentialTests {
 
     @Test("--access none: approve stores an item git:https://HOST / USER that list shows; fill gives it back; approve again replaces it (one item); another host falls through to the next helper; reject erases it and fill falls through")
     func ungatedRoundTrip() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let git = try GitRig(sandbox, helpers: ["touchstone --access none", GitRig.fallback])
@@ -47,7 +47,7 @@ struct GitCredentialTests {
 
     @Test("get without a username gives the host's item stored last; with a username, that one; reject without a username erases every item of the host and no other; credential.useHttpPath keeps one item per path")
     func severalItems() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let git = try GitRig(sandbox, helpers: ["touchstone --access none"])
@@ -80,7 +80,7 @@ struct GitCredentialTests {
 
     @Test("gated (user-presence, biometry-any): approve needs no touch; fill waits for one, a matching touch gives the password, a stranger's gives git nothing (the helper says why on stderr and git asks the next helper); approve after a use replaces the item without a touch", arguments: ["user-presence", "biometry-any"])
     func gated(_ access: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -118,7 +118,7 @@ struct GitCredentialTests {
 
     @Test("biometry-current-set after an enrolment change: get is exit 10 with no touch asked and git falls through; the store after that use replaces the item, which a touch of the new set opens")
     func invalidatedThenStoredAgain() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -147,7 +147,7 @@ struct GitCredentialTests {
 
     @Test("a passcode-only item: without a terminal the helper fails clearly (exit 14) and git falls through; with --passcode-fd 3 in credential.helper (git's helpers inherit descriptor 3) the passcode opens it")
     func passcodeWithoutTerminal() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -172,7 +172,7 @@ struct GitCredentialTests {
     func passcodeAtTheTerminal() async throws {
         // On a thread of its own, the waits blocking: the Enter must come
         // within the touch prompt's 30 s (TerminalTests says why).
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -202,7 +202,7 @@ struct GitCredentialTests {
 
     @Test("through the simulator's touchstoned (sim start --daemon): approve, a gated fill with a matching touch, reject; the daemon's log shows the calls and the embedded vault has no such item")
     func daemonEngine() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let started = sandbox.run(["sim", "start", "--daemon"])

@@ -10,7 +10,7 @@ struct GitHTTPTests {
     @Test("the first ls-remote gets the password from the next helper and git stores it in touchstone (biometry-any); a clone with touchstone alone waits for a touch and clones after a matching one, fails after a stranger's; a wrong stored password is refused by the server and git erases the item: embedded, and through the simulator's touchstoned",
           arguments: [false, true])
     func cloneOverHTTP(throughDaemon: Bool) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let started = sandbox.run(["sim", "start"] + (throughDaemon ? ["--daemon"] : []))

@@ -7,7 +7,7 @@ import TestRigs
 struct HelpAndUsageTests {
     @Test("--help, help <command> and --version print to stdout and exit 0")
     func help() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let top = sandbox.run(["--help"])
@@ -29,7 +29,7 @@ struct HelpAndUsageTests {
                       ["add", "s", "a", "--access", "biometry-any&biometry-current-set"], ["passcode", "remove"],
                       ["update", "s", "a", "--passcode-fd", "0"], []])
     func usageErrors(_ arguments: [String]) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let result = sandbox.run(arguments)

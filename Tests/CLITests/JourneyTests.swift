@@ -10,7 +10,7 @@ import TestRigs
 struct JourneyTests {
     @Test("enrol, store, get with a matching touch, refuse a stranger, invalidate on a new finger")
     func journey() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
 
@@ -88,7 +88,7 @@ struct JourneyTests {
 
     @Test("update replaces the secret after the item's authentication; status --json has the contract's keys")
     func updateAndStatus() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)

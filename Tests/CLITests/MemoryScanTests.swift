@@ -101,7 +101,7 @@ struct MemoryScanTests {
 
     @Test("after get (access none, and passcode through --passcode-fd): no copy of the secret, the passcode or a vault key is left")
     func get() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
@@ -139,7 +139,7 @@ struct MemoryScanTests {
 
     @Test("mlock refused (RLIMIT_MEMLOCK 0, no CAP_IPC_LOCK): get still works, and leaves no copy either")
     func mlockRefused() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let account = Self.accountName("unlocked")
@@ -175,7 +175,7 @@ struct MemoryScanTests {
 
     @Test("after add and update (secret on stdin): no copy of the old or new secret, the passcode or a vault key is left")
     func addAndUpdate() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
@@ -210,7 +210,7 @@ struct MemoryScanTests {
 
     @Test("the ssh-agent, stopped after a signature with a passcode key (passcode from --passcode-fd): no copy of the passcode, its authValue, the class keys or the key's authValue is left")
     func sshAgentAfterASignature() async throws {
-        try await offPool(awaiting: {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
@@ -226,17 +226,15 @@ struct MemoryScanTests {
                 _ = agent.wait(timeout: 60)
             }
             let agentLog = agent.stderrPath
-            try #require(try await offPool { Self.waitForText(agentLog, "listening on") }, "\(agent.stderrSoFar)")
+            try #require(Self.waitForText(agentLog, "listening on"), "\(agent.stderrSoFar)")
             let pub = sandbox.scratch + "/memscan.pub", message = sandbox.scratch + "/message"
             try (line + "\n").write(toFile: pub, atomically: true, encoding: .utf8)
             try "sign me\n".write(toFile: message, atomically: true, encoding: .utf8)
             let environment = sandbox.environment, scratch = sandbox.scratch
-            let signed = try await offPool {
-                try CLIProcess.start(["-Y", "sign", "-f", pub, "-n", "file", message], environment: environment,
-                                     scratch: scratch, program: "/usr/bin/ssh-keygen").wait()
-            }
+            let signed = try CLIProcess.start(["-Y", "sign", "-f", pub, "-n", "file", message], environment: environment,
+                                              scratch: scratch, program: "/usr/bin/ssh-keygen").wait()
             try #require(signed.code == 0, "\(signed.stderr) \(agent.stderrSoFar)")
-            #expect(try await offPool { Self.waitForText(agentLog, "signed for ssh-keygen") })
+            #expect(Self.waitForText(agentLog, "signed for ssh-keygen"))
 
             let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
             let vault = try Vault(home: URL(fileURLWithPath: sandbox.home), tpm: tpm)
@@ -252,18 +250,14 @@ struct MemoryScanTests {
             ]
             agent.signal(SIGSTOP)
             let pid = agent.pid
-            // The wait and the scan (seconds of CPU) on a thread of their own, not the test pool's.
-            let report = try await offPool { () throws -> MemoryScanReport in
-                var stopped = false
-                for _ in 0..<3000 where !stopped {
-                    if let stat = readProcFile("/proc/\(pid)/stat"), let paren = stat.lastIndex(of: ")"),
-                       stat[stat.index(after: paren)...].dropFirst().first == "T" { stopped = true } else { usleep(20_000) }
-                }
-                guard stopped else { throw RigFailure("the agent did not stop") }
-                return try MemoryScanner.scan(pid: pid, needles: needles)
+            var stopped = false
+            for _ in 0..<3000 where !stopped {
+                if let stat = readProcFile("/proc/\(pid)/stat"), let paren = stat.lastIndex(of: ")"),
+                   stat[stat.index(after: paren)...].dropFirst().first == "T" { stopped = true } else { usleep(20_000) }
             }
-            Self.checkScan(report, control: "control")
-        })
+            guard stopped else { throw RigFailure("the agent did not stop") }
+            Self.checkScan(try MemoryScanner.scan(pid: pid, needles: needles), control: "control")
+        }
     }
 
     /// Waits (a minute at most) until the file at `path` holds `text`.

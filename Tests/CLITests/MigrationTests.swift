@@ -42,7 +42,7 @@ struct MigrationTests {
 
     @Test("every item opens as before, through this build's CLI; the invalidated one stays invalidated; fingers, passcode and stranger's touch as before", arguments: fixtures)
     func itemsAndFingers(_ fixture: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox(fixture)
             defer { sandbox.close() }
             #expect(try Self.schemaVersion(sandbox) ?? 0 < Int64(Schema.current))
@@ -110,7 +110,7 @@ struct MigrationTests {
 
     @Test("the upgrade keeps the domain state, checks the print files against the first release's index, and leaves no key that a rewound index reopens", arguments: fixtures)
     func upgradeInProcess(_ fixture: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox(fixture)
             defer { sandbox.close() }
             try #require(sandbox.run(["sim", "start"]).code == 0)
@@ -147,7 +147,7 @@ struct MigrationTests {
     @Test("a print file planted among the first release's before the upgrade: the set is not trusted (exit 13 naming the fingers' store), the stranger opens nothing, the passcode still opens; unenrolling every finger starts again",
           arguments: fixtures)
     func plantedBeforeUpgrade(_ fixture: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox(fixture)
             defer { sandbox.close() }
             let folder = sandbox.home + "/prints/\(ProcessInfo.processInfo.userName)/virtual_device/0"

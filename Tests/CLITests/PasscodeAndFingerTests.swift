@@ -8,7 +8,7 @@ import TestRigs
 struct PasscodeAndFingerTests {
     @Test("passcode change (fd: current, then new), unenroll one finger then all, passcode remove --yes")
     func lifecycle() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -45,7 +45,7 @@ struct PasscodeAndFingerTests {
 
     @Test("with two fingers enrolled on the simulated reader, a touch of either opens a biometry-any item; a stranger's does not")
     func eitherFinger() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -63,7 +63,7 @@ struct PasscodeAndFingerTests {
 
     @Test("a poor scan shows the reader's retry hint on stderr; the command keeps waiting and then succeeds")
     func retryHint() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -80,7 +80,7 @@ struct PasscodeAndFingerTests {
 
     @Test("sim touch with no process waiting for a touch: exit 4 after --wait")
     func touchWithoutReader() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let result = sandbox.run(["sim", "touch", "alice", "--wait", "0.5"])

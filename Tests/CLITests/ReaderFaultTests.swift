@@ -25,7 +25,7 @@ struct ReaderFaultTests {
 
     @Test("every device error the simulated reader can inject during verify: its exit code and one clear error line")
     func everyInjectableError() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -53,7 +53,7 @@ struct ReaderFaultTests {
 
     @Test("the reader unplugged in the middle of an enrolment: exit 4, no finger added, the next enrolment works")
     func unpluggedDuringEnrollment() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)

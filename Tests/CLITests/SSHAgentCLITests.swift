@@ -15,7 +15,7 @@ struct SSHAgentCLITests {
 
     @Test("ssh-add -L and -l list the TPM keys the agent serves (ssh-key create's lines, ssh-key list's fingerprints); a deleted key is no longer offered")
     func addListsTheTPMKeys() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig(enroll: false)
             defer { rig.close() }
             let work = try rig.createKey("work", access: "none", comment: "alice@work")
@@ -45,7 +45,7 @@ struct SSHAgentCLITests {
 
     @Test("ssh-keygen -Y sign with a user-presence key: the enrolled finger's touch signs and -Y verify accepts it; a stranger's touch gets the agent's refusal and no signature")
     func signAfterATouch() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig()
             defer { rig.close() }
             let line = try rig.createKey("git", access: "user-presence", comment: "alice@touchstone")
@@ -73,7 +73,7 @@ struct SSHAgentCLITests {
 
     @Test("git commit -S with gpg.format=ssh and user.signingkey the key's line: git verify-commit accepts it with the allowed signers file, and refuses it with another key's")
     func gitCommitSigning() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig()
             defer { rig.close() }
             let line = try rig.createKey("git", access: "biometry-any", comment: "alice@example.org")
@@ -100,7 +100,7 @@ struct SSHAgentCLITests {
 
     @Test("enrolling another finger invalidates a biometry-current-set key (listed invalidated, no longer offered, ssh-keygen cannot sign) while a user-presence key made before goes on signing with the new finger")
     func currentSetKeyInvalidated() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig()
             defer { rig.close() }
             let current = try rig.createKey("current", access: "biometry-current-set")
@@ -128,7 +128,7 @@ struct SSHAgentCLITests {
 
     @Test("garbage, an oversized length, a zero length and an unknown request leave the agent serving the TPM keys; SIGTERM: exit 0, the socket removed, stdout only the shell line")
     func badFramesAndSIGTERM() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig(enroll: false)
             defer { rig.close() }
             let line = try rig.createKey("k", access: "none")
@@ -152,7 +152,7 @@ struct SSHAgentCLITests {
 
     @Test("ssh-key exit codes: 9 for a name taken, 8 for no such key, 7 for a protected key without a passcode, 64 for a bad access spec; create prints one public line, never more")
     func exitCodes() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.run(["--sim", "ssh-key", "create", "k"]).code == 7, "user-presence needs a passcode")
@@ -171,7 +171,7 @@ struct SSHAgentCLITests {
 
     @Test("a passcode key signs with the passcode (here --passcode-fd, one line per signature) and not with a wrong one; after a passcode change it signs with the new one and no longer with the old")
     func passcodeKeyAcrossAChange() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig(enroll: false)
             defer { rig.close() }
             let line = try rig.createKey("pc", access: "passcode")
@@ -201,7 +201,7 @@ struct SSHAgentCLITests {
 
     @Test("ssh-key sign: the owner's touch signs stdin and ssh-keygen -Y verify accepts the file (not for another message or namespace); after an enrolment change a current-set key is exit 10, a missing one exit 8")
     func signCommand() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig()
             defer { rig.close() }
             let line = try rig.createKey("current", access: "biometry-current-set", comment: "alice@sign")
@@ -232,7 +232,7 @@ struct SSHAgentCLITests {
 
     @Test("two programs asking at once: the agent takes them one at a time, one touch each, and both get their signature")
     func twoRequestsAtOnce() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig()
             defer { rig.close() }
             let line = try rig.createKey("k", access: "biometry-any")

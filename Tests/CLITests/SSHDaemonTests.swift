@@ -9,7 +9,7 @@ import TestRigs
 struct SSHDaemonTests {
     @Test("through touchstoned: alice's key is made in her vault and signs after her touch through her agent; bob sees none of it, cannot delete it, and a stranger's touch signs nothing")
     func keysThroughTheDaemon() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             try rig.setUp(rig.alice, finger: "right-index-finger", as: "alice-finger")
@@ -61,7 +61,7 @@ struct SSHDaemonTests {
 
     @Test("the agent answers its own user and root only: bob, on a socket he may open, is closed unanswered and logged, while alice and root list her key")
     func agentRefusesOtherUsers() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try DaemonRig()
             defer { rig.close() }
             try rig.setUp(rig.alice)

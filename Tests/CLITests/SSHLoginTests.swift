@@ -147,7 +147,7 @@ final class SSHServerRig {
 struct SSHLoginTests {
     @Test("ssh to a fresh user on 127.0.0.1: the enrolled finger's touch logs in, a stranger's touch does not")
     func loginNeedsTheOwnersTouch() async throws {
-        try await offPool {
+        try await blockingTest {
             let rig = try SSHAgentRig()
             defer { rig.close() }
             let line = try rig.createKey("login", access: "biometry-any", comment: "alice@laptop")

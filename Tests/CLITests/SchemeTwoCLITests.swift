@@ -48,7 +48,7 @@ struct SchemeTwoCLITests {
     @Test("enrol killed at each step of the vault's change: before the commit nothing changed; after it the new set, and the old set's current-set items closed for good",
           arguments: ["fingers-sealed", "fingers-committed", "fingers-incremented"])
     func enrolKilled(_ step: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox()
             defer { sandbox.close() }
             let committed = Self.kill(at: step, sandbox) { sandbox.enroll("left-index-finger", as: "bob") }
@@ -69,7 +69,7 @@ struct SchemeTwoCLITests {
     @Test("unenrol killed at each step: the finger still enrolled (and its items open) before the commit; gone after, and the current-set items closed",
           arguments: ["fingers-sealed", "fingers-committed", "fingers-incremented"])
     func unenrolKilled(_ step: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox()
             defer { sandbox.close() }
             try #require(sandbox.enroll("left-index-finger", as: "bob").code == 0)
@@ -89,7 +89,7 @@ struct SchemeTwoCLITests {
     @Test("passcode change killed at each step: the old passcode before the commit, the new one after, never both; after it, a copy from before opens nothing with the old one",
           arguments: ["passcode-sealed", "passcode-committed", "passcode-incremented"])
     func passcodeChangeKilled(_ step: String) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox()
             defer { sandbox.close() }
             let copy = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
@@ -119,7 +119,7 @@ struct SchemeTwoCLITests {
 
     @Test("a stranger's print file planted where the first release kept prints: never read; the user's finger matches, the stranger's opens nothing")
     func plantedPrintFile() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox()
             defer { sandbox.close() }
             let folder = sandbox.home + "/prints/\(ProcessInfo.processInfo.userName)/virtual_device/0"
@@ -136,7 +136,7 @@ struct SchemeTwoCLITests {
 
     @Test("the fingers' record replaced by another vault's (a stranger enrolled there): exit 13 naming the fingers' store, status shows it, nothing matches, the passcode opens; unenroll --all and enrol start again")
     func replacedFingersRecord() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox()
             defer { sandbox.close() }
             let strangers = try CLISandbox()
@@ -179,7 +179,7 @@ struct SchemeTwoCLITests {
 
     @Test("the enrolment counter undefined and an ordinary index defined in its place: exit 13, the TPM's enrolment state was replaced; nothing is sealed to it; the passcode opens")
     func redefinedCounter() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try Self.sandbox()
             defer { sandbox.close() }
             #expect(Self.get(sandbox, "current", by: "alice").stdoutText == "secret-current")

@@ -10,7 +10,7 @@ import TestRigs
 struct SecretHandlingTests {
     @Test("1 MiB of random non-UTF-8 bytes round-trips exactly")
     func largeSecret() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             var secret = (0..<(1 << 20)).map { _ in UInt8.random(in: 0...255) }
@@ -26,7 +26,7 @@ struct SecretHandlingTests {
 
     @Test("an empty secret and one over 1 MiB are refused, and nothing is stored")
     func refusedSizes() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let empty = sandbox.run(["--sim", "add", "s", "empty", "--access", "none"], stdin: [])
@@ -49,7 +49,7 @@ struct SecretHandlingTests {
 
     @Test("a secret and the passcode never appear in cmdline, environment, stderr or any file under the home")
     func noLeaks() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let secret = "leak-canary-\(UInt64.random(in: 1...UInt64.max))"
@@ -96,7 +96,7 @@ struct SecretHandlingTests {
 
     @Test("the state directory and every folder in it are 0700, every file 0600")
     func permissions() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)

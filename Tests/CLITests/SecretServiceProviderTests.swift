@@ -432,7 +432,7 @@ struct SecretServiceInstallTests {
 
     @Test("install writes the activation file and the user unit for this touchstone; a private bus with that folder starts the provider when secret-tool asks; --replace-gnome-keyring hides its autostart; --uninstall removes only Touchstone's files")
     func installAndActivate() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let user = sandbox.scratch + "/user"

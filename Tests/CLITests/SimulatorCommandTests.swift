@@ -9,7 +9,7 @@ import TestRigs
 struct SimulatorCommandTests {
     @Test("sim start is idempotent; sim status reports the swtpm; sim stop stops it (and is idempotent)")
     func startStatusStop() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             let again = sandbox.run(["sim", "start"])
@@ -35,7 +35,7 @@ struct SimulatorCommandTests {
 
     @Test("touchstone demo, the backend walk-through, still runs on its private swtpm")
     func backendDemo() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let result = sandbox.run(["demo"])
@@ -46,7 +46,7 @@ struct SimulatorCommandTests {
 
     @Test("a state directory too deep for the simulator's sockets is refused with the limit")
     func tooDeep() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             let deep = sandbox.root + "/" + String(repeating: "d", count: 100)

@@ -51,7 +51,7 @@ struct TPMFaultTests {
 
     @Test("a dead swtpm's pid file naming another live process (its PID reused, as after a reboot): not taken for swtpm, never signalled")
     func reusedPID() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "none"], stdin: Array("kept".utf8)).code == 0)
@@ -79,7 +79,7 @@ struct TPMFaultTests {
 
     @Test("get of an access-none item, swtpm killed at the root key's TPM2_Unseal", arguments: moments)
     func getNone(_ moment: TPMTap.Moment) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             for (account, bytes) in [("a", "first secret"), ("b", "second secret")] {
@@ -103,7 +103,7 @@ struct TPMFaultTests {
 
     @Test("get of a passcode item, swtpm killed at the class key's TPM2_Unseal", arguments: moments)
     func getPasscode(_ moment: TPMTap.Moment) async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -146,7 +146,7 @@ struct TPMFaultTests {
 
     @Test("passcode change: new blobs (TPM2_Create), committed, then one increment of the passcode counter; nothing re-sealed in place (no ObjectChangeAuth, no NV_ChangeAuth)")
     func passcodeChangeCommands() async throws {
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox()
             defer { sandbox.close() }
             #expect(sandbox.setPasscode().code == 0)
@@ -179,7 +179,7 @@ struct TPMFaultTests {
     @Test("passcode change, swtpm killed during it: the old passcode in force before the commit, the new one after; never both, and no copy from before opens with the old one",
           arguments: 0..<changeCuts.count)
     func passcodeChange(_ cut: Int) async throws {
-        try await offPool {
+        try await blockingTest {
             let (target, occurrence, moment, newInForce) = Self.changeCuts[cut]
             let sandbox = try CLISandbox()
             defer { sandbox.close() }

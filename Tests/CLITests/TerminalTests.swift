@@ -13,7 +13,7 @@ struct TerminalTests {
         // must come within the touch prompt's 30 s (then it ends, exit 3,
         // silently), which a test that waits for a pool thread can miss in
         // the whole suite.
-        try await offPool {
+        try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
             defer { sandbox.close() }
             #expect(sandbox.run(["sim", "start"] + (throughDaemon ? ["--daemon"] : [])).code == 0)

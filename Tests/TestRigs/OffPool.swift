@@ -17,16 +17,6 @@ package func offPool<T>(_ body: () throws -> T) async throws -> T {
     return try await withTaskExecutorPreference(executor) { try body() }
 }
 
-/// `offPool` for a body that also awaits (a test that polls a terminal with
-/// `eventually` between blocking steps): all of it runs on the thread of its
-/// own, its sleeps resumed there. Its child tasks would run there too, one
-/// at a time: a body whose child tasks wait for each other needs the pool.
-package func offPool<T>(awaiting body: () async throws -> T) async throws -> T {
-    let executor = ThreadOfItsOwn(name: "test-blocking")
-    defer { executor.finish() }
-    return try await withTaskExecutorPreference(executor) { try await body() }
-}
-
 /// A task executor with one thread of its own, for one `offPool` call: it
 /// runs the jobs the task enqueues while it prefers this executor, and its
 /// thread ends after `finish()` once nothing is left to run. A job
@@ -77,3 +67,24 @@ private final class ThreadOfItsOwn: TaskExecutor, @unchecked Sendable {
         }
     }
 }
+
+/// A test's whole blocking body (processes run and waited for, files
+/// polled): off the pool as `offPool` runs it, and at most `blockingTestWidth`
+/// such bodies at once. A body waits for its turn on its own thread, before
+/// it starts anything, so no program's clock runs meanwhile. Unbounded, the
+/// hundred CLI tests would start at once, each with its simulator (load 40
+/// on two cores), and every wait of every test would stretch with them.
+package func blockingTest<T>(_ body: () throws -> T) async throws -> T {
+    try await offPool {
+        blockingTestTurns.wait()
+        defer { blockingTestTurns.signal() }
+        return try body()
+    }
+}
+
+/// How many `blockingTest` bodies run at once: twice the processors, at
+/// least four (the pool alone ran two blocking tests at a time on two
+/// cores, and starved the rest).
+package let blockingTestWidth = max(4, 2 * ProcessInfo.processInfo.activeProcessorCount)
+
+private let blockingTestTurns = DispatchSemaphore(value: blockingTestWidth)
