@@ -5,8 +5,9 @@ import TouchstoneSecure
 /// on a thread of its own and awaits it: a test that waits a minute for a
 /// touch or a child must not hold one of the cooperative pool's threads
 /// (two on a 2-core machine), which the other tests' tasks need meanwhile
-/// (the pseudo-terminal tests poll their terminal from tasks; the Secret
-/// Service tests answer D-Bus calls from tasks).
+/// (the Secret Service tests answer D-Bus calls from tasks). The pool held
+/// by blocking CLI tests kept the pseudo-terminal tests from seeing the
+/// touch prompt for minutes, past its 30 s.
 ///
 /// The body stays in the calling task (a task executor preference, not a
 /// detached thread): its `#expect`s and `#require`s belong to the running
