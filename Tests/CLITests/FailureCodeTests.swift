@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestRigs
 @testable import TouchstoneVault
 import TouchstoneTPM
 
@@ -11,147 +12,163 @@ import TouchstoneTPM
 @Suite("touchstone: failure exit codes (subprocess)", .serialized)
 struct FailureCodeTests {
     @Test("--sim without a running simulator: exit 11 with the hint to start it")
-    func noSimulator() throws {
-        let sandbox = try CLISandbox(startSimulator: false)
-        defer { sandbox.close() }
-        for arguments in [["--sim", "fingers"], ["--sim", "list"], ["--tpm", "sim", "status"]] {
-            let result = sandbox.run(arguments)
-            #expect(result.code == 11, "\(arguments)")
-            #expect(result.stderr.contains("touchstone: error: the simulator is not running"))
-            #expect(result.stderr.contains("hint: touchstone sim start"))
-            if arguments.last == "status" {
-                #expect(result.stdoutText.contains("TPM:       not available: the simulator is not running"), "\(result.stdoutText)")
-                #expect(result.stdoutText.contains("vault:     not open: it needs the TPM"), "\(result.stdoutText)")
+    func noSimulator() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox(startSimulator: false)
+            defer { sandbox.close() }
+            for arguments in [["--sim", "fingers"], ["--sim", "list"], ["--tpm", "sim", "status"]] {
+                let result = sandbox.run(arguments)
+                #expect(result.code == 11, "\(arguments)")
+                #expect(result.stderr.contains("touchstone: error: the simulator is not running"))
+                #expect(result.stderr.contains("hint: touchstone sim start"))
+                if arguments.last == "status" {
+                    #expect(result.stdoutText.contains("TPM:       not available: the simulator is not running"), "\(result.stdoutText)")
+                    #expect(result.stdoutText.contains("vault:     not open: it needs the TPM"), "\(result.stdoutText)")
+                }
             }
+            let status = sandbox.run(["sim", "status", "--json"])
+            #expect(status.code == 0)
+            #expect(status.stdoutText.contains(#""running":false"#))
         }
-        let status = sandbox.run(["sim", "status", "--json"])
-        #expect(status.code == 0)
-        #expect(status.stdoutText.contains(#""running":false"#))
     }
 
     @Test("Ctrl-C or SIGTERM while waiting for a touch: exit 3, no error text, and the next command works; embedded, and through the simulator's touchstoned (the get then runs in touchstone-get)",
           arguments: [SIGINT, SIGTERM], [false, true])
-    func interrupt(_ signalNumber: Int32, throughDaemon: Bool) throws {
-        let sandbox = try CLISandbox(startSimulator: false)
-        defer { sandbox.close() }
-        let started = sandbox.run(["sim", "start"] + (throughDaemon ? ["--daemon"] : []))
-        #expect(started.code == 0, "\(started.stderr)")
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "biometry-any"], stdin: Array("kept".utf8)).code == 0)
+    func interrupt(_ signalNumber: Int32, throughDaemon: Bool) async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox(startSimulator: false)
+            defer { sandbox.close() }
+            let started = sandbox.run(["sim", "start"] + (throughDaemon ? ["--daemon"] : []))
+            #expect(started.code == 0, "\(started.stderr)")
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+            #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "biometry-any"], stdin: Array("kept".utf8)).code == 0)
 
-        let waiting = try sandbox.start(["--sim", "get", "s", "a"])
-        #expect(waiting.waitForStderr("touch the reader"))
-        waiting.signal(signalNumber)
-        let result = waiting.wait()
-        #expect(result.code == 3)
-        #expect(!result.stderr.contains("error"))
-        #expect(result.stdout.isEmpty)
+            let waiting = try sandbox.start(["--sim", "get", "s", "a"])
+            #expect(waiting.waitForStderr("touch the reader"))
+            waiting.signal(signalNumber)
+            let result = waiting.wait()
+            #expect(result.code == 3)
+            #expect(!result.stderr.contains("error"))
+            #expect(result.stdout.isEmpty)
 
-        // An update cancelled while waiting for its touch changes nothing.
-        let updating = try sandbox.start(["--sim", "update", "s", "a"], stdin: Array("replaced".utf8))
-        #expect(updating.waitForStderr("touch the reader"))
-        updating.signal(signalNumber)
-        #expect(updating.wait().code == 3)
+            // An update cancelled while waiting for its touch changes nothing.
+            let updating = try sandbox.start(["--sim", "update", "s", "a"], stdin: Array("replaced".utf8))
+            #expect(updating.waitForStderr("touch the reader"))
+            updating.signal(signalNumber)
+            #expect(updating.wait().code == 3)
 
-        // The reader was released and nothing was half-written.
-        let next = sandbox.withTouch("alice", ["--sim", "get", "s", "a"])
-        #expect(next.code == 0, "\(next.stderr)")
-        #expect(next.stdoutText == "kept")
-        if throughDaemon {
-            let log = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
-            #expect(log.contains("(touchstone-get): get: ok"), "the gets went through the daemon: \(log)")
+            // The reader was released and nothing was half-written.
+            let next = sandbox.withTouch("alice", ["--sim", "get", "s", "a"])
+            #expect(next.code == 0, "\(next.stderr)")
+            #expect(next.stdoutText == "kept")
+            if throughDaemon {
+                let log = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
+                #expect(log.contains("(touchstone-get): get: ok"), "the gets went through the daemon: \(log)")
+            }
         }
     }
 
     @Test("no touch before the timeout: exit 3")
-    func timeout() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        let result = sandbox.run(["--sim", "--timeout", "2", "verify"])
-        #expect(result.code == 3)
-        #expect(!result.stderr.contains("error"))
+    func timeout() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+            let result = sandbox.run(["--sim", "--timeout", "2", "verify"])
+            #expect(result.code == 3)
+            #expect(!result.stderr.contains("error"))
+        }
     }
 
     @Test("the reader unplugged while waiting: exit 4")
-    func unplugged() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        let waiting = try sandbox.start(["--sim", "verify"])
-        #expect(waiting.waitForStderr("touch the reader"))
-        #expect(sandbox.run(["sim", "unplug"]).code == 0)
-        let result = waiting.wait()
-        #expect(result.code == 4, "\(result.stderr)")
-        #expect(result.stderr.contains("touchstone: error: "))
+    func unplugged() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+            let waiting = try sandbox.start(["--sim", "verify"])
+            #expect(waiting.waitForStderr("touch the reader"))
+            #expect(sandbox.run(["sim", "unplug"]).code == 0)
+            let result = waiting.wait()
+            #expect(result.code == 4, "\(result.stderr)")
+            #expect(result.stderr.contains("touchstone: error: "))
+        }
     }
 
     @Test("five failed matches lock biometry (exit 6); the passcode clears it")
-    func biometricLockout() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
-        for _ in 0..<4 { #expect(sandbox.withTouch("mallory", ["--sim", "verify"]).code == 2) }
-        let fifth = sandbox.withTouch("mallory", ["--sim", "verify"])
-        #expect(fifth.code == 6)
-        let locked = sandbox.run(["--sim", "verify"])
-        #expect(locked.code == 6)
-        #expect(locked.stderr.contains("passcode"))
-        let status = sandbox.run(["--sim", "status", "--json"])
-        #expect(status.stdoutText.contains(#""biometryLockout":true"#))
-        #expect(sandbox.run(["--sim", "verify", "--allow-passcode", "--passcode-fd", "0"],
-                            stdin: CLISandbox.line(CLISandbox.passcode)).code == 0)
-        #expect(sandbox.withTouch("alice", ["--sim", "verify"]).code == 0)
+    func biometricLockout() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enroll("right-index-finger", as: "alice").code == 0)
+            for _ in 0..<4 { #expect(sandbox.withTouch("mallory", ["--sim", "verify"]).code == 2) }
+            let fifth = sandbox.withTouch("mallory", ["--sim", "verify"])
+            #expect(fifth.code == 6)
+            let locked = sandbox.run(["--sim", "verify"])
+            #expect(locked.code == 6)
+            #expect(locked.stderr.contains("passcode"))
+            let status = sandbox.run(["--sim", "status", "--json"])
+            #expect(status.stdoutText.contains(#""biometryLockout":true"#))
+            #expect(sandbox.run(["--sim", "verify", "--allow-passcode", "--passcode-fd", "0"],
+                                stdin: CLISandbox.line(CLISandbox.passcode)).code == 0)
+            #expect(sandbox.withTouch("alice", ["--sim", "verify"]).code == 0)
+        }
     }
 
     @Test("wrong passcodes: exit 2, then the TPM's dictionary-attack lockout: exit 12 with when to retry")
-    func tpmLockout() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        do {
-            // Fewer tries than the simulator's 10, to keep the test short.
-            let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
-            try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryTime: 600, lockoutRecovery: 600)
+    func tpmLockout() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            do {
+                // Fewer tries than the simulator's 10, to keep the test short.
+                let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
+                try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryTime: 600, lockoutRecovery: 600)
+            }
+            let change = ["--sim", "passcode", "change", "--passcode-fd", "0"]
+            let wrong = CLISandbox.line("wrong") + CLISandbox.line("new")
+            for _ in 0..<2 { #expect(sandbox.run(change, stdin: wrong).code == 2) }
+            let locked = sandbox.run(change, stdin: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("new"))
+            #expect(locked.code == 12)
+            #expect(locked.stderr.contains("lockout"))
+            #expect(locked.stderr.contains("600 s"))
         }
-        let change = ["--sim", "passcode", "change", "--passcode-fd", "0"]
-        let wrong = CLISandbox.line("wrong") + CLISandbox.line("new")
-        for _ in 0..<2 { #expect(sandbox.run(change, stdin: wrong).code == 2) }
-        let locked = sandbox.run(change, stdin: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("new"))
-        #expect(locked.code == 12)
-        #expect(locked.stderr.contains("lockout"))
-        #expect(locked.stderr.contains("600 s"))
     }
 
     @Test("a tampered item: exit 13")
-    func tampered() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "none"], stdin: Array("intact".utf8)).code == 0)
-        do {
-            let db = try SQLiteDatabase(path: sandbox.home + "/vault.sqlite")
-            try db.execute("UPDATE items SET secret = randomblob(length(secret))")
+    func tampered() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "none"], stdin: Array("intact".utf8)).code == 0)
+            do {
+                let db = try SQLiteDatabase(path: sandbox.home + "/vault.sqlite")
+                try db.execute("UPDATE items SET secret = randomblob(length(secret))")
+            }
+            let result = sandbox.run(["--sim", "get", "s", "a"])
+            #expect(result.code == 13)
+            #expect(result.stderr.contains("corrupted or tampered"))
+            #expect(result.stdout.isEmpty)
         }
-        let result = sandbox.run(["--sim", "get", "s", "a"])
-        #expect(result.code == 13)
-        #expect(result.stderr.contains("corrupted or tampered"))
-        #expect(result.stdout.isEmpty)
     }
 
     @Test("the passcode needed with no terminal and no --passcode-fd: exit 14")
-    func notInteractive() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "passcode"], stdin: Array("p".utf8)).code == 0)
-        let result = sandbox.run(["--sim", "get", "s", "a"])
-        #expect(result.code == 14)
-        #expect(result.stderr.contains("hint:"))
-        #expect(sandbox.run(["--sim", "passcode", "change"]).code == 14)
-        #expect(sandbox.run(["--sim", "passcode", "set"]).code == 1)  // already set: refused first
+    func notInteractive() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "passcode"], stdin: Array("p".utf8)).code == 0)
+            let result = sandbox.run(["--sim", "get", "s", "a"])
+            #expect(result.code == 14)
+            #expect(result.stderr.contains("hint:"))
+            #expect(sandbox.run(["--sim", "passcode", "change"]).code == 14)
+            #expect(sandbox.run(["--sim", "passcode", "set"]).code == 1)  // already set: refused first
+        }
     }
 }

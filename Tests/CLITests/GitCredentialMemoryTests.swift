@@ -52,38 +52,40 @@ struct GitCredentialMemoryTests {
     }
 
     @Test("after store and get (access none): no copy of the password or a vault key is left in the helper")
-    func storeAndGet() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        let git = try GitRig(sandbox, helpers: [])
-        // The vault made first, by touchstone: the process that creates a
-        // vault keeps a copy of its root key (found by this scan for
-        // `touchstone add` too; a vault matter, not the helper's).
-        #expect(sandbox.run(["--sim", "list"]).code == 0)
-        #expect(FileManager.default.fileExists(atPath: sandbox.home + "/vault.sqlite"))
-        let username = "memscan-" + Self.randomHex()
-        let password = Self.randomPassword()
-        let control = "control-" + Self.randomHex()
-        let query = Array("protocol=https\nhost=git.example.com\nusername=\(username)\n".utf8)
-        let needles = { () throws -> [ScanNeedle] in
-            let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
-            let vault = try Vault(home: URL(fileURLWithPath: sandbox.home), tpm: tpm)
-            let proof = VaultProof(biometricMatch: true, passcode: PasscodeAuth(passcode: SecureBytes.random(count: 16)))
-            let keys = try vault.keyInventory(tpm: tpm, proof: proof, service: "git:https://git.example.com", accounts: [username])
-            return keys.map { ScanNeedle($0.label, $0.key) }
-                + [password.withUnsafeBytes { ScanNeedle("password", $0) },
-                   Array(control.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+    func storeAndGet() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            let git = try GitRig(sandbox, helpers: [])
+            // The vault made first, by touchstone: the process that creates a
+            // vault keeps a copy of its root key (found by this scan for
+            // `touchstone add` too; a vault matter, not the helper's).
+            #expect(sandbox.run(["--sim", "list"]).code == 0)
+            #expect(FileManager.default.fileExists(atPath: sandbox.home + "/vault.sqlite"))
+            let username = "memscan-" + Self.randomHex()
+            let password = Self.randomPassword()
+            let control = "control-" + Self.randomHex()
+            let query = Array("protocol=https\nhost=git.example.com\nusername=\(username)\n".utf8)
+            let needles = { () throws -> [ScanNeedle] in
+                let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
+                let vault = try Vault(home: URL(fileURLWithPath: sandbox.home), tpm: tpm)
+                let proof = VaultProof(biometricMatch: true, passcode: PasscodeAuth(passcode: SecureBytes.random(count: 16)))
+                let keys = try vault.keyInventory(tpm: tpm, proof: proof, service: "git:https://git.example.com", accounts: [username])
+                return keys.map { ScanNeedle($0.label, $0.key) }
+                    + [password.withUnsafeBytes { ScanNeedle("password", $0) },
+                       Array(control.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            }
+
+            let (stored, storeResult) = try Self.scanStopped(git, ["--access", "none", "store"],
+                                                             stdin: query + Array("password=".utf8) + password + [0x0a, 0x0a],
+                                                             control: control, needles: needles)
+            #expect(storeResult.code == 0, "\(storeResult.stderr)")
+            MemoryScanTests.checkScan(stored, control: "control")
+
+            let (given, getResult) = try Self.scanStopped(git, ["get"], stdin: query + [0x0a], control: control, needles: needles)
+            #expect(getResult.code == 0, "\(getResult.stderr)")
+            #expect(getResult.stdout == Array("username=\(username)\npassword=".utf8) + password + [0x0a])
+            MemoryScanTests.checkScan(given, control: "control")
         }
-
-        let (stored, storeResult) = try Self.scanStopped(git, ["--access", "none", "store"],
-                                                         stdin: query + Array("password=".utf8) + password + [0x0a, 0x0a],
-                                                         control: control, needles: needles)
-        #expect(storeResult.code == 0, "\(storeResult.stderr)")
-        MemoryScanTests.checkScan(stored, control: "control")
-
-        let (given, getResult) = try Self.scanStopped(git, ["get"], stdin: query + [0x0a], control: control, needles: needles)
-        #expect(getResult.code == 0, "\(getResult.stderr)")
-        #expect(getResult.stdout == Array("username=\(username)\npassword=".utf8) + password + [0x0a])
-        MemoryScanTests.checkScan(given, control: "control")
     }
 }

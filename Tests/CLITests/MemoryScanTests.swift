@@ -100,162 +100,164 @@ struct MemoryScanTests {
     }
 
     @Test("after get (access none, and passcode through --passcode-fd): no copy of the secret, the passcode or a vault key is left")
-    func get() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
-        let none = Self.accountName("none"), protected = Self.accountName("passcode")
-        let secretNone = Self.randomSecret(), secretProtected = Self.randomSecret()
-        for (account, access, secret) in [(none, "none", secretNone), (protected, "passcode", secretProtected)] {
-            let added = sandbox.run(["--sim", "add", "memscan", account, "--access", access], stdin: secret)
-            try #require(added.code == 0, "\(added.stderr)")
-        }
-        let keys = try Self.vaultKeys(sandbox, passcode: passcode, accounts: [none, protected])
-        // root, 7 subkeys (+ 2 for AES-256-GCM rows), the salted passcode authValue, 3 class keys,
-        // the passcode item's key (the access-none secret is sealed to the device key)
-        #expect(keys.count == 13 + (RecordCipher.aesAvailable ? 2 : 0))
+    func get() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
+            let none = Self.accountName("none"), protected = Self.accountName("passcode")
+            let secretNone = Self.randomSecret(), secretProtected = Self.randomSecret()
+            for (account, access, secret) in [(none, "none", secretNone), (protected, "passcode", secretProtected)] {
+                let added = sandbox.run(["--sim", "add", "memscan", account, "--access", access], stdin: secret)
+                try #require(added.code == 0, "\(added.stderr)")
+            }
+            let keys = try Self.vaultKeys(sandbox, passcode: passcode, accounts: [none, protected])
+            // root, 7 subkeys (+ 2 for AES-256-GCM rows), the salted passcode authValue, 3 class keys,
+            // the passcode item's key (the access-none secret is sealed to the device key)
+            #expect(keys.count == 13 + (RecordCipher.aesAvailable ? 2 : 0))
 
-        let (plain, plainResult, _) = try Self.scanStopped(sandbox, ["--sim", "get", "memscan", none]) {
-            keys + [secretNone.withUnsafeBytes { ScanNeedle("secret", $0) },
-                    Array(none.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
-        }
-        #expect(plainResult.code == 0, "\(plainResult.stderr)")
-        #expect(plainResult.stdout == secretNone)
-        Self.checkScan(plain, control: "control")
+            let (plain, plainResult, _) = try Self.scanStopped(sandbox, ["--sim", "get", "memscan", none]) {
+                keys + [secretNone.withUnsafeBytes { ScanNeedle("secret", $0) },
+                        Array(none.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            }
+            #expect(plainResult.code == 0, "\(plainResult.stderr)")
+            #expect(plainResult.stdout == secretNone)
+            Self.checkScan(plain, control: "control")
 
-        let (withPasscode, passcodeResult, _) = try Self.scanStopped(
-            sandbox, ["--sim", "get", "memscan", protected, "--passcode-fd", "3"], fd3: passcodeLine + [0x0a]) {
-            keys + [secretProtected.withUnsafeBytes { ScanNeedle("secret", $0) },
-                    passcodeLine.withUnsafeBytes { ScanNeedle("passcode", $0) },
-                    ScanNeedle("passcode authValue", passcode.value),
-                    Array(protected.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            let (withPasscode, passcodeResult, _) = try Self.scanStopped(
+                sandbox, ["--sim", "get", "memscan", protected, "--passcode-fd", "3"], fd3: passcodeLine + [0x0a]) {
+                keys + [secretProtected.withUnsafeBytes { ScanNeedle("secret", $0) },
+                        passcodeLine.withUnsafeBytes { ScanNeedle("passcode", $0) },
+                        ScanNeedle("passcode authValue", passcode.value),
+                        Array(protected.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            }
+            #expect(passcodeResult.code == 0, "\(passcodeResult.stderr)")
+            #expect(passcodeResult.stdout == secretProtected)
+            Self.checkScan(withPasscode, control: "control")
         }
-        #expect(passcodeResult.code == 0, "\(passcodeResult.stderr)")
-        #expect(passcodeResult.stdout == secretProtected)
-        Self.checkScan(withPasscode, control: "control")
     }
 
     @Test("mlock refused (RLIMIT_MEMLOCK 0, no CAP_IPC_LOCK): get still works, and leaves no copy either")
-    func mlockRefused() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        let account = Self.accountName("unlocked")
-        let secret = Self.randomSecret()
-        let added = sandbox.run(["--sim", "add", "memscan", account, "--access", "none"], stdin: secret)
-        try #require(added.code == 0, "\(added.stderr)")
-        let keys = try Self.vaultKeys(sandbox, passcode: PasscodeAuth(passcode: SecureBytes.random(count: 16)), accounts: [account])
+    func mlockRefused() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            let account = Self.accountName("unlocked")
+            let secret = Self.randomSecret()
+            let added = sandbox.run(["--sim", "add", "memscan", account, "--access", "none"], stdin: secret)
+            try #require(added.code == 0, "\(added.stderr)")
+            let keys = try Self.vaultKeys(sandbox, passcode: PasscodeAuth(passcode: SecureBytes.random(count: 16)), accounts: [account])
 
-        // Root keeps CAP_IPC_LOCK, which ignores the limit: drop it too.
-        guard let prlimit = Swtpm.which("prlimit"), let setpriv = Swtpm.which("setpriv") else {
-            throw RigFailure("prlimit and setpriv (util-linux) are needed")
+            // Root keeps CAP_IPC_LOCK, which ignores the limit: drop it too.
+            guard let prlimit = Swtpm.which("prlimit"), let setpriv = Swtpm.which("setpriv") else {
+                throw RigFailure("prlimit and setpriv (util-linux) are needed")
+            }
+            let wrapper = (geteuid() == 0 ? [setpriv, "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock", "--"] : [])
+                + [prlimit, "--memlock=0:0", "--"]
+            let (report, result, status) = try Self.scanStopped(sandbox, ["--sim", "get", "memscan", account], wrapper: wrapper) {
+                keys + [secret.withUnsafeBytes { ScanNeedle("secret", $0) },
+                        Array(account.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            }
+            #expect(result.code == 0, "\(result.stderr)")
+            #expect(result.stdout == secret)
+            Self.checkScan(report, control: "control")
+            // The conditions under which every mlock fails: no CAP_IPC_LOCK
+            // (bit 14) in the effective set, a limit of 0, nothing locked.
+            let fields = Dictionary(status.split(separator: "\n").compactMap { line -> (String, String)? in
+                let parts = line.split(separator: ":", maxSplits: 1)
+                return parts.count == 2 ? (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces)) : nil
+            }, uniquingKeysWith: { first, _ in first })
+            let effective = UInt64(fields["CapEff"] ?? "", radix: 16)
+            #expect(effective.map { $0 & (1 << 14) == 0 } == true, "CapEff \(fields["CapEff"] ?? "?")")
+            #expect(fields["VmLck"] == "0 kB")
         }
-        let wrapper = (geteuid() == 0 ? [setpriv, "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock", "--"] : [])
-            + [prlimit, "--memlock=0:0", "--"]
-        let (report, result, status) = try Self.scanStopped(sandbox, ["--sim", "get", "memscan", account], wrapper: wrapper) {
-            keys + [secret.withUnsafeBytes { ScanNeedle("secret", $0) },
-                    Array(account.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
-        }
-        #expect(result.code == 0, "\(result.stderr)")
-        #expect(result.stdout == secret)
-        Self.checkScan(report, control: "control")
-        // The conditions under which every mlock fails: no CAP_IPC_LOCK
-        // (bit 14) in the effective set, a limit of 0, nothing locked.
-        let fields = Dictionary(status.split(separator: "\n").compactMap { line -> (String, String)? in
-            let parts = line.split(separator: ":", maxSplits: 1)
-            return parts.count == 2 ? (String(parts[0]), parts[1].trimmingCharacters(in: .whitespaces)) : nil
-        }, uniquingKeysWith: { first, _ in first })
-        let effective = UInt64(fields["CapEff"] ?? "", radix: 16)
-        #expect(effective.map { $0 & (1 << 14) == 0 } == true, "CapEff \(fields["CapEff"] ?? "?")")
-        #expect(fields["VmLck"] == "0 kB")
     }
 
     @Test("after add and update (secret on stdin): no copy of the old or new secret, the passcode or a vault key is left")
-    func addAndUpdate() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
-        let account = Self.accountName("added")
-        let first = Self.randomSecret(), second = Self.randomSecret()
+    func addAndUpdate() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
+            let account = Self.accountName("added")
+            let first = Self.randomSecret(), second = Self.randomSecret()
 
-        let (added, addResult, _) = try Self.scanStopped(sandbox, ["--sim", "add", "memscan", account, "--access", "passcode"],
-                                                         stdin: first) {
-            // The item exists now (the process stopped after its commit).
-            try Self.vaultKeys(sandbox, passcode: passcode, accounts: [account])
-                + [first.withUnsafeBytes { ScanNeedle("secret", $0) },
-                   Array(account.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
-        }
-        #expect(addResult.code == 0, "\(addResult.stderr)")
-        Self.checkScan(added, control: "control")
+            let (added, addResult, _) = try Self.scanStopped(sandbox, ["--sim", "add", "memscan", account, "--access", "passcode"],
+                                                             stdin: first) {
+                // The item exists now (the process stopped after its commit).
+                try Self.vaultKeys(sandbox, passcode: passcode, accounts: [account])
+                    + [first.withUnsafeBytes { ScanNeedle("secret", $0) },
+                       Array(account.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            }
+            #expect(addResult.code == 0, "\(addResult.stderr)")
+            Self.checkScan(added, control: "control")
 
-        let (updated, updateResult, _) = try Self.scanStopped(
-            sandbox, ["--sim", "update", "memscan", account, "--passcode-fd", "3"], stdin: second, fd3: passcodeLine + [0x0a]) {
-            try Self.vaultKeys(sandbox, passcode: passcode, accounts: [account])
-                + [first.withUnsafeBytes { ScanNeedle("old secret", $0) },
-                   second.withUnsafeBytes { ScanNeedle("new secret", $0) },
-                   passcodeLine.withUnsafeBytes { ScanNeedle("passcode", $0) },
-                   ScanNeedle("passcode authValue", passcode.value),
-                   Array(account.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            let (updated, updateResult, _) = try Self.scanStopped(
+                sandbox, ["--sim", "update", "memscan", account, "--passcode-fd", "3"], stdin: second, fd3: passcodeLine + [0x0a]) {
+                try Self.vaultKeys(sandbox, passcode: passcode, accounts: [account])
+                    + [first.withUnsafeBytes { ScanNeedle("old secret", $0) },
+                       second.withUnsafeBytes { ScanNeedle("new secret", $0) },
+                       passcodeLine.withUnsafeBytes { ScanNeedle("passcode", $0) },
+                       ScanNeedle("passcode authValue", passcode.value),
+                       Array(account.utf8).withUnsafeBytes { ScanNeedle("control", $0) }]
+            }
+            #expect(updateResult.code == 0, "\(updateResult.stderr)")
+            Self.checkScan(updated, control: "control")
+            let read = sandbox.run(["--sim", "get", "memscan", account, "--passcode-fd", "0"], stdin: passcodeLine + [0x0a])
+            #expect(read.stdout == second)
         }
-        #expect(updateResult.code == 0, "\(updateResult.stderr)")
-        Self.checkScan(updated, control: "control")
-        let read = sandbox.run(["--sim", "get", "memscan", account, "--passcode-fd", "0"], stdin: passcodeLine + [0x0a])
-        #expect(read.stdout == second)
     }
 
     @Test("the ssh-agent, stopped after a signature with a passcode key (passcode from --passcode-fd): no copy of the passcode, its authValue, the class keys or the key's authValue is left")
     func sshAgentAfterASignature() async throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
-        let made = sandbox.run(["--sim", "ssh-key", "create", "memscan", "--access", "passcode"])
-        try #require(made.code == 0, "\(made.stderr)")
-        let line = made.stdoutText.trimmingCharacters(in: .newlines)
-        let socket = sandbox.scratch + "/agent-" + Self.accountName("control").suffix(24) + ".sock"
-        sandbox.extraEnvironment = ["SSH_AUTH_SOCK": socket, "HOME": sandbox.scratch]
-        let agent = try sandbox.start(["--sim", "--passcode-fd", "3", "ssh-agent", "--socket", socket], fd3: passcodeLine + [0x0a])
-        defer {
-            agent.signal(SIGCONT)
-            agent.signal(SIGTERM)
-            _ = agent.wait(timeout: 60)
-        }
-        let agentLog = agent.stderrPath
-        try #require(try await Self.offPool { Self.waitForText(agentLog, "listening on") }, "\(agent.stderrSoFar)")
-        let pub = sandbox.scratch + "/memscan.pub", message = sandbox.scratch + "/message"
-        try (line + "\n").write(toFile: pub, atomically: true, encoding: .utf8)
-        try "sign me\n".write(toFile: message, atomically: true, encoding: .utf8)
-        let environment = sandbox.environment, scratch = sandbox.scratch
-        let signed = try await Self.offPool {
-            try CLIProcess.start(["-Y", "sign", "-f", pub, "-n", "file", message], environment: environment,
-                                 scratch: scratch, program: "/usr/bin/ssh-keygen").wait()
-        }
-        try #require(signed.code == 0, "\(signed.stderr) \(agent.stderrSoFar)")
-        #expect(try await Self.offPool { Self.waitForText(agentLog, "signed for ssh-keygen") })
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            let (passcodeLine, passcode) = try Self.setRandomPasscode(sandbox)
+            let made = sandbox.run(["--sim", "ssh-key", "create", "memscan", "--access", "passcode"])
+            try #require(made.code == 0, "\(made.stderr)")
+            let line = made.stdoutText.trimmingCharacters(in: .newlines)
+            let socket = sandbox.scratch + "/agent-" + Self.accountName("control").suffix(24) + ".sock"
+            sandbox.extraEnvironment = ["SSH_AUTH_SOCK": socket, "HOME": sandbox.scratch]
+            let agent = try sandbox.start(["--sim", "--passcode-fd", "3", "ssh-agent", "--socket", socket], fd3: passcodeLine + [0x0a])
+            defer {
+                agent.signal(SIGCONT)
+                agent.signal(SIGTERM)
+                _ = agent.wait(timeout: 60)
+            }
+            let agentLog = agent.stderrPath
+            try #require(Self.waitForText(agentLog, "listening on"), "\(agent.stderrSoFar)")
+            let pub = sandbox.scratch + "/memscan.pub", message = sandbox.scratch + "/message"
+            try (line + "\n").write(toFile: pub, atomically: true, encoding: .utf8)
+            try "sign me\n".write(toFile: message, atomically: true, encoding: .utf8)
+            let environment = sandbox.environment, scratch = sandbox.scratch
+            let signed = try CLIProcess.start(["-Y", "sign", "-f", pub, "-n", "file", message], environment: environment,
+                                              scratch: scratch, program: "/usr/bin/ssh-keygen").wait()
+            try #require(signed.code == 0, "\(signed.stderr) \(agent.stderrSoFar)")
+            #expect(Self.waitForText(agentLog, "signed for ssh-keygen"))
 
-        let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
-        let vault = try Vault(home: URL(fileURLWithPath: sandbox.home), tpm: tpm)
-        let proof = VaultProof(biometricMatch: true, passcode: passcode)
-        let classKeys = try vault.keyInventory(tpm: tpm, proof: proof, service: "memscan", accounts: []).filter { $0.label.hasPrefix("class key") }
-        #expect(classKeys.count == 3)
-        let authValue = try #require(try vault.sshAuthValue(name: "memscan", proof: proof))
-        let needles = classKeys.map { ScanNeedle($0.label, $0.key) } + [
-            passcodeLine.withUnsafeBytes { ScanNeedle("passcode", $0) },
-            ScanNeedle("passcode authValue", passcode.salted(with: try vault.passcodeSalt()).value),
-            ScanNeedle("ssh key authValue", authValue),
-            Array(socket.utf8).withUnsafeBytes { ScanNeedle("control", $0) },
-        ]
-        agent.signal(SIGSTOP)
-        let pid = agent.pid
-        // The wait and the scan (seconds of CPU) on a thread of their own, not the test pool's.
-        let report = try await Self.offPool { () throws -> MemoryScanReport in
+            let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
+            let vault = try Vault(home: URL(fileURLWithPath: sandbox.home), tpm: tpm)
+            let proof = VaultProof(biometricMatch: true, passcode: passcode)
+            let classKeys = try vault.keyInventory(tpm: tpm, proof: proof, service: "memscan", accounts: []).filter { $0.label.hasPrefix("class key") }
+            #expect(classKeys.count == 3)
+            let authValue = try #require(try vault.sshAuthValue(name: "memscan", proof: proof))
+            let needles = classKeys.map { ScanNeedle($0.label, $0.key) } + [
+                passcodeLine.withUnsafeBytes { ScanNeedle("passcode", $0) },
+                ScanNeedle("passcode authValue", passcode.salted(with: try vault.passcodeSalt()).value),
+                ScanNeedle("ssh key authValue", authValue),
+                Array(socket.utf8).withUnsafeBytes { ScanNeedle("control", $0) },
+            ]
+            agent.signal(SIGSTOP)
+            let pid = agent.pid
             var stopped = false
             for _ in 0..<3000 where !stopped {
                 if let stat = readProcFile("/proc/\(pid)/stat"), let paren = stat.lastIndex(of: ")"),
                    stat[stat.index(after: paren)...].dropFirst().first == "T" { stopped = true } else { usleep(20_000) }
             }
             guard stopped else { throw RigFailure("the agent did not stop") }
-            return try MemoryScanner.scan(pid: pid, needles: needles)
+            Self.checkScan(try MemoryScanner.scan(pid: pid, needles: needles), control: "control")
         }
-        Self.checkScan(report, control: "control")
     }
 
     /// Waits (a minute at most) until the file at `path` holds `text`.
@@ -265,13 +267,5 @@ struct MemoryScanTests {
             usleep(20_000)
         }
         return false
-    }
-
-    /// `body` on a thread of its own, awaited (blocking waits and scans off the test pool).
-    static func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<T, any Error>, Never>) in
-            startDetachedThread(name: "test-blocking") { continuation.resume(returning: Result { try body() }) }
-        }
-        return try result.get()
     }
 }

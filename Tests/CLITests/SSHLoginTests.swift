@@ -147,21 +147,23 @@ final class SSHServerRig {
 @Suite("A login to a real sshd with a TPM key through the agent")
 struct SSHLoginTests {
     @Test("ssh to a fresh user on 127.0.0.1: the enrolled finger's touch logs in, a stranger's touch does not")
-    func loginNeedsTheOwnersTouch() throws {
-        let rig = try SSHAgentRig()
-        defer { rig.close() }
-        let line = try rig.createKey("login", access: "biometry-any", comment: "alice@laptop")
-        try rig.startAgent()
-        let server = try SSHServerRig(authorizedKey: line)
-        defer { server.close() }
+    func loginNeedsTheOwnersTouch() async throws {
+        try await blockingTest {
+            let rig = try SSHAgentRig()
+            defer { rig.close() }
+            let line = try rig.createKey("login", access: "biometry-any", comment: "alice@laptop")
+            try rig.startAgent()
+            let server = try SSHServerRig(authorizedKey: line)
+            defer { server.close() }
 
-        let login = rig.runTouching(SSHAgentRig.owner, "/usr/bin/ssh", server.sshArguments("echo logged-in-as-$(id -un)"))
-        #expect(login.code == 0 && login.stdoutText == "logged-in-as-\(server.user)\n", "\(login.stdoutText) \(login.stderr)\n\(server.log)")
-        #expect(server.log.contains("Accepted publickey for \(server.user)"), "\(server.log)")
+            let login = rig.runTouching(SSHAgentRig.owner, "/usr/bin/ssh", server.sshArguments("echo logged-in-as-$(id -un)"))
+            #expect(login.code == 0 && login.stdoutText == "logged-in-as-\(server.user)\n", "\(login.stdoutText) \(login.stderr)\n\(server.log)")
+            #expect(server.log.contains("Accepted publickey for \(server.user)"), "\(server.log)")
 
-        let refused = rig.runTouching(SSHAgentRig.stranger, "/usr/bin/ssh", server.sshArguments("echo logged-in-as-$(id -un)"))
-        #expect(refused.code == 255 && !refused.stdoutText.contains("logged-in") && refused.stderr.contains("Permission denied"),
-                "\(refused.stdoutText) \(refused.stderr)")
-        #expect(server.log.components(separatedBy: "Accepted publickey").count == 2, "one login only: \(server.log)")
+            let refused = rig.runTouching(SSHAgentRig.stranger, "/usr/bin/ssh", server.sshArguments("echo logged-in-as-$(id -un)"))
+            #expect(refused.code == 255 && !refused.stdoutText.contains("logged-in") && refused.stderr.contains("Permission denied"),
+                    "\(refused.stdoutText) \(refused.stderr)")
+            #expect(server.log.components(separatedBy: "Accepted publickey").count == 2, "one login only: \(server.log)")
+        }
     }
 }

@@ -431,78 +431,80 @@ struct SecretServiceInstallTests {
         .deletingLastPathComponent().appendingPathComponent("scripts/install-secret-service").path
 
     @Test("install writes the activation file and the user unit for this touchstone; a private bus with that folder starts the provider when secret-tool asks; --replace-gnome-keyring hides its autostart; --uninstall removes only Touchstone's files")
-    func installAndActivate() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        let user = sandbox.scratch + "/user"
-        let environment = ["HOME": user, "XDG_DATA_HOME": user + "/data", "XDG_CONFIG_HOME": user + "/config",
-                           "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
-        func install(_ arguments: [String]) throws -> CLIResult {
-            try CLIProcess.start(arguments, environment: environment, scratch: sandbox.scratch, program: Self.script).wait()
-        }
-        let installed = try install(["--touchstone", CLIProcess.binary, "--replace-gnome-keyring"])
-        #expect(installed.code == 0, "\(installed.stderr)")
-        let activation = try String(contentsOfFile: user + "/data/dbus-1/services/org.freedesktop.secrets.service", encoding: .utf8)
-        #expect(activation.contains("Name=org.freedesktop.secrets") && activation.contains("Exec=\(CLIProcess.binary) secret-service"))
-        let unit = try String(contentsOfFile: user + "/config/systemd/user/touchstone-secret-service.service", encoding: .utf8)
-        #expect(unit.contains("BusName=org.freedesktop.secrets") && unit.contains("ExecStart=\(CLIProcess.binary) secret-service"))
-        #expect(try String(contentsOfFile: user + "/config/autostart/gnome-keyring-secrets.desktop", encoding: .utf8).contains("Hidden=true"))
-        let again = try install(["--touchstone", CLIProcess.binary, "--replace-gnome-keyring"])
-        #expect(again.stdoutText.contains("up to date"), "running it again changes nothing: \(again.stdoutText)")
-        #expect(try install(["--touchstone", "relative/touchstone"]).code == 64)
+    func installAndActivate() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            let user = sandbox.scratch + "/user"
+            let environment = ["HOME": user, "XDG_DATA_HOME": user + "/data", "XDG_CONFIG_HOME": user + "/config",
+                               "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"]
+            func install(_ arguments: [String]) throws -> CLIResult {
+                try CLIProcess.start(arguments, environment: environment, scratch: sandbox.scratch, program: Self.script).wait()
+            }
+            let installed = try install(["--touchstone", CLIProcess.binary, "--replace-gnome-keyring"])
+            #expect(installed.code == 0, "\(installed.stderr)")
+            let activation = try String(contentsOfFile: user + "/data/dbus-1/services/org.freedesktop.secrets.service", encoding: .utf8)
+            #expect(activation.contains("Name=org.freedesktop.secrets") && activation.contains("Exec=\(CLIProcess.binary) secret-service"))
+            let unit = try String(contentsOfFile: user + "/config/systemd/user/touchstone-secret-service.service", encoding: .utf8)
+            #expect(unit.contains("BusName=org.freedesktop.secrets") && unit.contains("ExecStart=\(CLIProcess.binary) secret-service"))
+            #expect(try String(contentsOfFile: user + "/config/autostart/gnome-keyring-secrets.desktop", encoding: .utf8).contains("Hidden=true"))
+            let again = try install(["--touchstone", CLIProcess.binary, "--replace-gnome-keyring"])
+            #expect(again.stdoutText.contains("up to date"), "running it again changes nothing: \(again.stdoutText)")
+            #expect(try install(["--touchstone", "relative/touchstone"]).code == 64)
 
-        // A session bus that reads that folder activates the provider (on the simulator: TOUCHSTONE_SIM in the bus's environment).
-        let folder = sandbox.scratch + "/bus"
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
-        try """
-            <busconfig><type>session</type><listen>unix:path=\(folder)/socket</listen><auth>EXTERNAL</auth>
-            <servicedir>\(user)/data/dbus-1/services</servicedir>
-            <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>
-            """.write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
-        var busEnvironment = sandbox.environment
-        busEnvironment["TOUCHSTONE_SIM"] = "1"
-        busEnvironment["TOUCHSTONE_PINENTRY"] = "/nonexistent"
-        let bus = try CLIProcess.start(["--config-file=" + folder + "/bus.conf", "--nofork", "--nosyslog"], environment: busEnvironment,
-                                       scratch: sandbox.scratch, program: "/usr/bin/dbus-daemon")
-        defer {
-            bus.signal(SIGTERM)
-            _ = bus.wait()
-        }
-        var clientEnvironment = sandbox.environment
-        clientEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(folder)/socket"
-        func secretTool(_ arguments: [String], _ stdin: String = "") throws -> CLIResult {
-            try CLIProcess.start(arguments, stdin: Array(stdin.utf8), environment: clientEnvironment, scratch: sandbox.scratch,
-                                 program: "/usr/bin/secret-tool").wait()
-        }
-        let ready = Date().addingTimeInterval(60)
-        while !FileManager.default.fileExists(atPath: folder + "/socket"), Date() < ready { usleep(10_000) }
-        let stored = try secretTool(["store", "--label=Activated", "service", "act", "account", "1"], "by-activation")
-        #expect(stored.code == 0, "\(stored.stderr)")
-        #expect(sandbox.run(["--sim", "get", "act", "1"]).stdoutText == "by-activation")
-        // The activated provider, by its pid on the bus: SIGTERM ends it with 0.
-        let owner = try CLIProcess.start(["call", "--address", "unix:path=\(folder)/socket", "--dest", "org.freedesktop.DBus", "--object-path",
-                                          "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "org.freedesktop.secrets"],
-                                         environment: clientEnvironment, scratch: sandbox.scratch, program: "/usr/bin/gdbus").wait()
-        // "(uint32 1234,)"
-        let pid = try #require(owner.stdoutText.components(separatedBy: "uint32 ").last.flatMap { Int32($0.prefix { $0.isNumber }) },
-                               "\(owner.stdoutText)")
-        #expect(readProcFile("/proc/\(pid)/cmdline")?.contains("secret-service") == true)
-        kill(pid, SIGTERM)
-        let gone = Date().addingTimeInterval(60)
-        while kill(pid, 0) == 0, Date() < gone { usleep(10_000) }
-        #expect(kill(pid, 0) != 0)
+            // A session bus that reads that folder activates the provider (on the simulator: TOUCHSTONE_SIM in the bus's environment).
+            let folder = sandbox.scratch + "/bus"
+            try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+            try """
+                <busconfig><type>session</type><listen>unix:path=\(folder)/socket</listen><auth>EXTERNAL</auth>
+                <servicedir>\(user)/data/dbus-1/services</servicedir>
+                <policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/><allow own="*"/></policy></busconfig>
+                """.write(toFile: folder + "/bus.conf", atomically: true, encoding: .utf8)
+            var busEnvironment = sandbox.environment
+            busEnvironment["TOUCHSTONE_SIM"] = "1"
+            busEnvironment["TOUCHSTONE_PINENTRY"] = "/nonexistent"
+            let bus = try CLIProcess.start(["--config-file=" + folder + "/bus.conf", "--nofork", "--nosyslog"], environment: busEnvironment,
+                                           scratch: sandbox.scratch, program: "/usr/bin/dbus-daemon")
+            defer {
+                bus.signal(SIGTERM)
+                _ = bus.wait()
+            }
+            var clientEnvironment = sandbox.environment
+            clientEnvironment["DBUS_SESSION_BUS_ADDRESS"] = "unix:path=\(folder)/socket"
+            func secretTool(_ arguments: [String], _ stdin: String = "") throws -> CLIResult {
+                try CLIProcess.start(arguments, stdin: Array(stdin.utf8), environment: clientEnvironment, scratch: sandbox.scratch,
+                                     program: "/usr/bin/secret-tool").wait()
+            }
+            let ready = Date().addingTimeInterval(60)
+            while !FileManager.default.fileExists(atPath: folder + "/socket"), Date() < ready { usleep(10_000) }
+            let stored = try secretTool(["store", "--label=Activated", "service", "act", "account", "1"], "by-activation")
+            #expect(stored.code == 0, "\(stored.stderr)")
+            #expect(sandbox.run(["--sim", "get", "act", "1"]).stdoutText == "by-activation")
+            // The activated provider, by its pid on the bus: SIGTERM ends it with 0.
+            let owner = try CLIProcess.start(["call", "--address", "unix:path=\(folder)/socket", "--dest", "org.freedesktop.DBus", "--object-path",
+                                              "/org/freedesktop/DBus", "--method", "org.freedesktop.DBus.GetConnectionUnixProcessID", "org.freedesktop.secrets"],
+                                             environment: clientEnvironment, scratch: sandbox.scratch, program: "/usr/bin/gdbus").wait()
+            // "(uint32 1234,)"
+            let pid = try #require(owner.stdoutText.components(separatedBy: "uint32 ").last.flatMap { Int32($0.prefix { $0.isNumber }) },
+                                   "\(owner.stdoutText)")
+            #expect(readProcFile("/proc/\(pid)/cmdline")?.contains("secret-service") == true)
+            kill(pid, SIGTERM)
+            let gone = Date().addingTimeInterval(60)
+            while kill(pid, 0) == 0, Date() < gone { usleep(10_000) }
+            #expect(kill(pid, 0) != 0)
 
-        let removed = try install(["--uninstall"])
-        #expect(removed.code == 0, "\(removed.stderr)")
-        for file in ["/data/dbus-1/services/org.freedesktop.secrets.service", "/config/systemd/user/touchstone-secret-service.service",
-                     "/config/autostart/gnome-keyring-secrets.desktop"] {
-            #expect(!FileManager.default.fileExists(atPath: user + file), "\(file) is left")
+            let removed = try install(["--uninstall"])
+            #expect(removed.code == 0, "\(removed.stderr)")
+            for file in ["/data/dbus-1/services/org.freedesktop.secrets.service", "/config/systemd/user/touchstone-secret-service.service",
+                         "/config/autostart/gnome-keyring-secrets.desktop"] {
+                #expect(!FileManager.default.fileExists(atPath: user + file), "\(file) is left")
+            }
+            // Another program's autostart file is never touched.
+            try FileManager.default.createDirectory(atPath: user + "/config/autostart", withIntermediateDirectories: true)
+            try "[Desktop Entry]\nHidden=false\n".write(toFile: user + "/config/autostart/gnome-keyring-secrets.desktop", atomically: true, encoding: .utf8)
+            #expect(try install(["--touchstone", CLIProcess.binary, "--replace-gnome-keyring"]).code == 1)
+            #expect(try install(["--uninstall"]).code == 0)
+            #expect(FileManager.default.fileExists(atPath: user + "/config/autostart/gnome-keyring-secrets.desktop"))
         }
-        // Another program's autostart file is never touched.
-        try FileManager.default.createDirectory(atPath: user + "/config/autostart", withIntermediateDirectories: true)
-        try "[Desktop Entry]\nHidden=false\n".write(toFile: user + "/config/autostart/gnome-keyring-secrets.desktop", atomically: true, encoding: .utf8)
-        #expect(try install(["--touchstone", CLIProcess.binary, "--replace-gnome-keyring"]).code == 1)
-        #expect(try install(["--uninstall"]).code == 0)
-        #expect(FileManager.default.fileExists(atPath: user + "/config/autostart/gnome-keyring-secrets.desktop"))
     }
 }

@@ -1,53 +1,60 @@
 import Foundation
 import Glibc
 import Testing
+import TestRigs
 
 /// sim start / status / stop: idempotent, reported, and refused with a
 /// clear message when the state directory is too deep for unix sockets.
 @Suite("touchstone: the simulator's commands (subprocess)", .serialized)
 struct SimulatorCommandTests {
     @Test("sim start is idempotent; sim status reports the swtpm; sim stop stops it (and is idempotent)")
-    func startStatusStop() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        let again = sandbox.run(["sim", "start"])
-        #expect(again.code == 0)
-        #expect(again.stderr.contains("already running"))
-        let status = sandbox.run(["sim", "status", "--json"])
-        #expect(status.code == 0)
-        let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any])
-        #expect(object["running"] as? Bool == true)
-        let pid = try #require(object["pid"] as? Int)
-        #expect(kill(pid_t(pid), 0) == 0)
-        #expect((object["tcti"] as? String)?.hasPrefix("swtpm:path=\(sandbox.home)/sim/") == true)
-        #expect(FileManager.default.fileExists(atPath: sandbox.home + "/sim/tpm/pid"))
+    func startStatusStop() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            let again = sandbox.run(["sim", "start"])
+            #expect(again.code == 0)
+            #expect(again.stderr.contains("already running"))
+            let status = sandbox.run(["sim", "status", "--json"])
+            #expect(status.code == 0)
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any])
+            #expect(object["running"] as? Bool == true)
+            let pid = try #require(object["pid"] as? Int)
+            #expect(kill(pid_t(pid), 0) == 0)
+            #expect((object["tcti"] as? String)?.hasPrefix("swtpm:path=\(sandbox.home)/sim/") == true)
+            #expect(FileManager.default.fileExists(atPath: sandbox.home + "/sim/tpm/pid"))
 
-        #expect(sandbox.run(["sim", "stop"]).code == 0)
-        #expect(sandbox.run(["sim", "status", "--json"]).stdoutText.contains(#""running":false"#))
-        #expect(sandbox.run(["sim", "stop"]).code == 0)
-        // Restarted, the simulator keeps its state: the vault still opens.
-        #expect(sandbox.run(["sim", "start"]).code == 0)
-        #expect(sandbox.run(["--sim", "list"]).code == 0)
+            #expect(sandbox.run(["sim", "stop"]).code == 0)
+            #expect(sandbox.run(["sim", "status", "--json"]).stdoutText.contains(#""running":false"#))
+            #expect(sandbox.run(["sim", "stop"]).code == 0)
+            // Restarted, the simulator keeps its state: the vault still opens.
+            #expect(sandbox.run(["sim", "start"]).code == 0)
+            #expect(sandbox.run(["--sim", "list"]).code == 0)
+        }
     }
 
     @Test("touchstone demo, the backend walk-through, still runs on its private swtpm")
-    func backendDemo() throws {
-        let sandbox = try CLISandbox(startSimulator: false)
-        defer { sandbox.close() }
-        let result = sandbox.run(["demo"])
-        #expect(result.code == 0, "\(result.stderr)")
-        #expect(result.stdoutText.contains("Done: every step behaved as designed."))
+    func backendDemo() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox(startSimulator: false)
+            defer { sandbox.close() }
+            let result = sandbox.run(["demo"])
+            #expect(result.code == 0, "\(result.stderr)")
+            #expect(result.stdoutText.contains("Done: every step behaved as designed."))
+        }
     }
 
     @Test("a state directory too deep for the simulator's sockets is refused with the limit")
-    func tooDeep() throws {
-        let sandbox = try CLISandbox(startSimulator: false)
-        defer { sandbox.close() }
-        let deep = sandbox.root + "/" + String(repeating: "d", count: 100)
-        let result = sandbox.run(["--home", deep, "sim", "start"])
-        #expect(result.code == 1)
-        #expect(result.stderr.contains("too deep"))
-        #expect(result.stderr.contains("hint:"))
-        #expect(!FileManager.default.fileExists(atPath: deep))
+    func tooDeep() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox(startSimulator: false)
+            defer { sandbox.close() }
+            let deep = sandbox.root + "/" + String(repeating: "d", count: 100)
+            let result = sandbox.run(["--home", deep, "sim", "start"])
+            #expect(result.code == 1)
+            #expect(result.stderr.contains("too deep"))
+            #expect(result.stderr.contains("hint:"))
+            #expect(!FileManager.default.fileExists(atPath: deep))
+        }
     }
 }

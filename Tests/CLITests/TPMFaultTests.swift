@@ -3,6 +3,7 @@ import TouchstonePOSIX
 import TouchstoneSimulator
 import Glibc
 import Testing
+import TestRigs
 import TouchstoneTPM
 @testable import TouchstoneVault
 
@@ -50,75 +51,81 @@ struct TPMFaultTests {
     }
 
     @Test("a dead swtpm's pid file naming another live process (its PID reused, as after a reboot): not taken for swtpm, never signalled")
-    func reusedPID() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "none"], stdin: Array("kept".utf8)).code == 0)
-        #expect(sandbox.run(["sim", "stop"]).code == 0)
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        let other = try ChildSpawn.start("/bin/sleep", ["60"], actions: &actions)
-        defer { kill(other, SIGKILL); _ = ChildSpawn.waitForExit(other) }
-        try "\(other)\n".write(toFile: sandbox.home + "/sim/tpm/pid", atomically: false, encoding: .utf8)
+    func reusedPID() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.run(["--sim", "add", "s", "a", "--access", "none"], stdin: Array("kept".utf8)).code == 0)
+            #expect(sandbox.run(["sim", "stop"]).code == 0)
+            var actions = posix_spawn_file_actions_t()
+            posix_spawn_file_actions_init(&actions)
+            defer { posix_spawn_file_actions_destroy(&actions) }
+            let other = try ChildSpawn.start("/bin/sleep", ["60"], actions: &actions)
+            defer { kill(other, SIGKILL); _ = ChildSpawn.waitForExit(other) }
+            try "\(other)\n".write(toFile: sandbox.home + "/sim/tpm/pid", atomically: false, encoding: .utf8)
 
-        #expect(sandbox.run(["sim", "status", "--json"]).stdoutText.contains(#""running":false"#))
-        let down = sandbox.run(["--sim", "get", "s", "a"])
-        #expect(down.code == 11)
-        #expect(down.stderr.contains("the simulator is not running"))
-        let started = sandbox.run(["sim", "start"])
-        #expect(started.code == 0, "\(started.stderr)")
-        #expect(started.stderr.contains("simulator started"))
-        #expect(sandbox.run(["--sim", "get", "s", "a"]).stdoutText == "kept")
-        #expect(sandbox.run(["sim", "stop"]).code == 0)
-        var status: Int32 = 0
-        #expect(waitpid(other, &status, WNOHANG) == 0, "the other process was signalled")
+            #expect(sandbox.run(["sim", "status", "--json"]).stdoutText.contains(#""running":false"#))
+            let down = sandbox.run(["--sim", "get", "s", "a"])
+            #expect(down.code == 11)
+            #expect(down.stderr.contains("the simulator is not running"))
+            let started = sandbox.run(["sim", "start"])
+            #expect(started.code == 0, "\(started.stderr)")
+            #expect(started.stderr.contains("simulator started"))
+            #expect(sandbox.run(["--sim", "get", "s", "a"]).stdoutText == "kept")
+            #expect(sandbox.run(["sim", "stop"]).code == 0)
+            var status: Int32 = 0
+            #expect(waitpid(other, &status, WNOHANG) == 0, "the other process was signalled")
+        }
     }
 
     @Test("get of an access-none item, swtpm killed at the root key's TPM2_Unseal", arguments: moments)
-    func getNone(_ moment: TPMTap.Moment) throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        for (account, bytes) in [("a", "first secret"), ("b", "second secret")] {
-            #expect(sandbox.run(["--sim", "add", "s", account, "--access", "none"], stdin: Array(bytes.utf8)).code == 0)
+    func getNone(_ moment: TPMTap.Moment) async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            for (account, bytes) in [("a", "first secret"), ("b", "second secret")] {
+                #expect(sandbox.run(["--sim", "add", "s", account, "--access", "none"], stdin: Array(bytes.utf8)).code == 0)
+            }
+            let before = try Self.snapshot(sandbox.home)
+
+            let tap = try TPMTap(simulatorHome: sandbox.home, target: TPMTap.unseal, occurrence: 1, moment: moment)
+            let result = sandbox.run(["--sim", "get", "s", "a"])
+            tap.stop()
+            #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
+            Self.expectTPMFailure(result, "get")
+            #expect(try Self.snapshot(sandbox.home) == before)
+
+            Self.restart(sandbox)
+            #expect(sandbox.run(["--sim", "get", "s", "a"]).stdoutText == "first secret")
+            #expect(sandbox.run(["--sim", "get", "s", "b"]).stdoutText == "second secret")
+            #expect(try Self.snapshot(sandbox.home) == before)
         }
-        let before = try Self.snapshot(sandbox.home)
-
-        let tap = try TPMTap(simulatorHome: sandbox.home, target: TPMTap.unseal, occurrence: 1, moment: moment)
-        let result = sandbox.run(["--sim", "get", "s", "a"])
-        tap.stop()
-        #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
-        Self.expectTPMFailure(result, "get")
-        #expect(try Self.snapshot(sandbox.home) == before)
-
-        Self.restart(sandbox)
-        #expect(sandbox.run(["--sim", "get", "s", "a"]).stdoutText == "first secret")
-        #expect(sandbox.run(["--sim", "get", "s", "b"]).stdoutText == "second secret")
-        #expect(try Self.snapshot(sandbox.home) == before)
     }
 
     @Test("get of a passcode item, swtpm killed at the class key's TPM2_Unseal", arguments: moments)
-    func getPasscode(_ moment: TPMTap.Moment) throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
-        let before = try Self.snapshot(sandbox.home)
-        let get = ["--sim", "get", "s", "p", "--passcode-fd", "3"]
-        let passcode = CLISandbox.line(CLISandbox.passcode)
+    func getPasscode(_ moment: TPMTap.Moment) async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
+            let before = try Self.snapshot(sandbox.home)
+            let get = ["--sim", "get", "s", "p", "--passcode-fd", "3"]
+            let passcode = CLISandbox.line(CLISandbox.passcode)
 
-        // The first Unseal opens the vault's root key, the second the class key.
-        let tap = try TPMTap(simulatorHome: sandbox.home, target: TPMTap.unseal, occurrence: 2, moment: moment)
-        let result = sandbox.run(get, fd3: passcode)
-        tap.stop()
-        #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
-        Self.expectTPMFailure(result, "get")
-        #expect(try Self.snapshot(sandbox.home) == before)
+            // The first Unseal opens the vault's root key, the second the class key.
+            let tap = try TPMTap(simulatorHome: sandbox.home, target: TPMTap.unseal, occurrence: 2, moment: moment)
+            let result = sandbox.run(get, fd3: passcode)
+            tap.stop()
+            #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
+            Self.expectTPMFailure(result, "get")
+            #expect(try Self.snapshot(sandbox.home) == before)
 
-        Self.restart(sandbox)
-        let again = sandbox.run(get, fd3: passcode)
-        #expect(again.code == 0, "\(again.stderr)")
-        #expect(again.stdoutText == "behind the passcode")
+            Self.restart(sandbox)
+            let again = sandbox.run(get, fd3: passcode)
+            #expect(again.code == 0, "\(again.stderr)")
+            #expect(again.stdoutText == "behind the passcode")
+        }
     }
 
     /// Where a `passcode change` is cut, and which passcode is then in
@@ -139,82 +146,86 @@ struct TPMFaultTests {
     ]
 
     @Test("passcode change: new blobs (TPM2_Create), committed, then one increment of the passcode counter; nothing re-sealed in place (no ObjectChangeAuth, no NV_ChangeAuth)")
-    func passcodeChangeCommands() throws {
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
-        // A tap that waits for a command the change must not send.
-        let tap = try TPMTap(simulatorHome: sandbox.home, target: TPMTap.nvChangeAuth, moment: .beforeTPM)
-        let changed = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"],
-                                  fd3: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("the-new-one"))
-        tap.stop()
-        #expect(changed.code == 0, "\(changed.stderr)")
-        #expect(!tap.killed)
-        let seen = tap.seen
-        #expect(!seen.contains(TPMTap.nvChangeAuth) && !seen.contains(TPMTap.objectChangeAuth))
-        #expect(seen.filter { $0 == TPMTap.create }.count == 2)
-        #expect(seen.filter { $0 == TPMTap.nvIncrement }.count == 1)
-        // Both blobs exist before the increment; after it, only the
-        // counter's new value is read and what was loaded flushed.
-        let increment = try #require(seen.firstIndex(of: TPMTap.nvIncrement))
-        #expect(try #require(seen.lastIndex(of: TPMTap.create)) < increment)
-        #expect(seen[(increment + 1)...].allSatisfy { $0 == TPMTap.nvRead || $0 == TPMTap.flushContext },
-                "commands: \(seen.map { String($0, radix: 16) })")
-        let opened = sandbox.run(["--sim", "get", "s", "p", "--passcode-fd", "3"], fd3: CLISandbox.line("the-new-one"))
-        #expect(opened.stdoutText == "behind the passcode")
-        let again = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"],
-                                fd3: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("x"))
-        #expect(again.code == 2)  // the old passcode no longer
+    func passcodeChangeCommands() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
+            // A tap that waits for a command the change must not send.
+            let tap = try TPMTap(simulatorHome: sandbox.home, target: TPMTap.nvChangeAuth, moment: .beforeTPM)
+            let changed = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"],
+                                      fd3: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("the-new-one"))
+            tap.stop()
+            #expect(changed.code == 0, "\(changed.stderr)")
+            #expect(!tap.killed)
+            let seen = tap.seen
+            #expect(!seen.contains(TPMTap.nvChangeAuth) && !seen.contains(TPMTap.objectChangeAuth))
+            #expect(seen.filter { $0 == TPMTap.create }.count == 2)
+            #expect(seen.filter { $0 == TPMTap.nvIncrement }.count == 1)
+            // Both blobs exist before the increment; after it, only the
+            // counter's new value is read and what was loaded flushed.
+            let increment = try #require(seen.firstIndex(of: TPMTap.nvIncrement))
+            #expect(try #require(seen.lastIndex(of: TPMTap.create)) < increment)
+            #expect(seen[(increment + 1)...].allSatisfy { $0 == TPMTap.nvRead || $0 == TPMTap.flushContext },
+                    "commands: \(seen.map { String($0, radix: 16) })")
+            let opened = sandbox.run(["--sim", "get", "s", "p", "--passcode-fd", "3"], fd3: CLISandbox.line("the-new-one"))
+            #expect(opened.stdoutText == "behind the passcode")
+            let again = sandbox.run(["--sim", "passcode", "change", "--passcode-fd", "3"],
+                                    fd3: CLISandbox.line(CLISandbox.passcode) + CLISandbox.line("x"))
+            #expect(again.code == 2)  // the old passcode no longer
+        }
     }
 
     @Test("passcode change, swtpm killed during it: the old passcode in force before the commit, the new one after; never both, and no copy from before opens with the old one",
           arguments: 0..<changeCuts.count)
-    func passcodeChange(_ cut: Int) throws {
-        let (target, occurrence, moment, newInForce) = Self.changeCuts[cut]
-        let sandbox = try CLISandbox()
-        defer { sandbox.close() }
-        #expect(sandbox.setPasscode().code == 0)
-        #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
-        #expect(sandbox.run(["--sim", "add", "s", "u", "--access", "user-presence"], stdin: Array("presence".utf8)).code == 0)
-        let before = try Self.snapshot(sandbox.home)
-        let copy = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
-        let old = CLISandbox.line(CLISandbox.passcode), new = CLISandbox.line("interrupted-new")
-        let change = ["--sim", "passcode", "change", "--passcode-fd", "3"]
+    func passcodeChange(_ cut: Int) async throws {
+        try await blockingTest {
+            let (target, occurrence, moment, newInForce) = Self.changeCuts[cut]
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.run(["--sim", "add", "s", "p", "--access", "passcode"], stdin: Array("behind the passcode".utf8)).code == 0)
+            #expect(sandbox.run(["--sim", "add", "s", "u", "--access", "user-presence"], stdin: Array("presence".utf8)).code == 0)
+            let before = try Self.snapshot(sandbox.home)
+            let copy = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
+            let old = CLISandbox.line(CLISandbox.passcode), new = CLISandbox.line("interrupted-new")
+            let change = ["--sim", "passcode", "change", "--passcode-fd", "3"]
 
-        let tap = try TPMTap(simulatorHome: sandbox.home, target: target, occurrence: occurrence, moment: moment)
-        let result = sandbox.run(change, fd3: old + new)
-        tap.stop()
-        #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
-        Self.expectTPMFailure(result, "passcode change")
-        if !newInForce { #expect(try Self.snapshot(sandbox.home) == before) }
+            let tap = try TPMTap(simulatorHome: sandbox.home, target: target, occurrence: occurrence, moment: moment)
+            let result = sandbox.run(change, fd3: old + new)
+            tap.stop()
+            #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
+            Self.expectTPMFailure(result, "passcode change")
+            if !newInForce { #expect(try Self.snapshot(sandbox.home) == before) }
 
-        Self.restart(sandbox)
-        let get = ["--sim", "get", "s", "p", "--passcode-fd", "3"]
-        let (inForce, other) = newInForce ? (new, old) : (old, new)
-        let opened = sandbox.run(get, fd3: inForce)
-        #expect(opened.code == 0, "the passcode in force: \(opened.stderr)")
-        #expect(opened.stdoutText == "behind the passcode")
-        #expect(sandbox.run(get, fd3: other).code == 2)
-        #expect(sandbox.run(["--sim", "get", "s", "u", "--passcode-fd", "3"], fd3: inForce).stdoutText == "presence")
-        if newInForce {
-            // The attack: the folder as it was before the change, with the
-            // old passcode. The counter moved on: nothing opens.
-            let live = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
-            try Self.replaceDatabase(sandbox.home, with: copy)
-            let attacked = sandbox.run(get, fd3: old)
-            #expect(attacked.code == 13, "an old copy with the old passcode: \(attacked.stderr)")
-            #expect(attacked.stdout.isEmpty)
-            #expect(attacked.stderr.contains("older than the TPM's passcode counter"), "\(attacked.stderr)")
-            try Self.replaceDatabase(sandbox.home, with: live)
+            Self.restart(sandbox)
+            let get = ["--sim", "get", "s", "p", "--passcode-fd", "3"]
+            let (inForce, other) = newInForce ? (new, old) : (old, new)
+            let opened = sandbox.run(get, fd3: inForce)
+            #expect(opened.code == 0, "the passcode in force: \(opened.stderr)")
+            #expect(opened.stdoutText == "behind the passcode")
+            #expect(sandbox.run(get, fd3: other).code == 2)
+            #expect(sandbox.run(["--sim", "get", "s", "u", "--passcode-fd", "3"], fd3: inForce).stdoutText == "presence")
+            if newInForce {
+                // The attack: the folder as it was before the change, with the
+                // old passcode. The counter moved on: nothing opens.
+                let live = try Data(contentsOf: URL(fileURLWithPath: sandbox.home + "/vault.sqlite"))
+                try Self.replaceDatabase(sandbox.home, with: copy)
+                let attacked = sandbox.run(get, fd3: old)
+                #expect(attacked.code == 13, "an old copy with the old passcode: \(attacked.stderr)")
+                #expect(attacked.stdout.isEmpty)
+                #expect(attacked.stderr.contains("older than the TPM's passcode counter"), "\(attacked.stderr)")
+                try Self.replaceDatabase(sandbox.home, with: live)
+            }
+            // The passcode in force does everything a passcode does: enrol and change.
+            #expect(sandbox.enroll("right-index-finger", as: "alice", passcode: newInForce ? "interrupted-new" : CLISandbox.passcode).code == 0)
+            let changed = sandbox.run(change, fd3: inForce + CLISandbox.line("another-new"))
+            #expect(changed.code == 0, "changing from the passcode in force: \(changed.stderr)")
+            #expect(sandbox.run(get, fd3: CLISandbox.line("another-new")).stdoutText == "behind the passcode")
+            let unenrolled = sandbox.run(["--sim", "unenroll", "--all", "--passcode-fd", "3"], fd3: CLISandbox.line("another-new"))
+            #expect(unenrolled.code == 0, "unenroll with the new passcode: \(unenrolled.stderr)")
         }
-        // The passcode in force does everything a passcode does: enrol and change.
-        #expect(sandbox.enroll("right-index-finger", as: "alice", passcode: newInForce ? "interrupted-new" : CLISandbox.passcode).code == 0)
-        let changed = sandbox.run(change, fd3: inForce + CLISandbox.line("another-new"))
-        #expect(changed.code == 0, "changing from the passcode in force: \(changed.stderr)")
-        #expect(sandbox.run(get, fd3: CLISandbox.line("another-new")).stdoutText == "behind the passcode")
-        let unenrolled = sandbox.run(["--sim", "unenroll", "--all", "--passcode-fd", "3"], fd3: CLISandbox.line("another-new"))
-        #expect(unenrolled.code == 0, "unenroll with the new passcode: \(unenrolled.stderr)")
     }
 
     /// Puts `bytes` in place of the vault's database (its log and index

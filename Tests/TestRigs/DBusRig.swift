@@ -93,6 +93,16 @@ package func eventually(_ condition: () -> Bool) async throws -> Bool {
     return condition()
 }
 
+/// `eventually` blocking the calling thread (a test's own: `offPool`):
+/// a minute at most, every 10 ms.
+package func blockingEventually(_ condition: () -> Bool) -> Bool {
+    for _ in 0..<6000 {
+        if condition() { return true }
+        usleep(10_000)
+    }
+    return condition()
+}
+
 /// A private bus with one object exported on a connection of its own, for
 /// tests that call it from other connections.
 package struct ServedObject<Object: DBusObject>: Sendable {

@@ -74,6 +74,25 @@ package final class PseudoTerminal: @unchecked Sendable {
         try await eventually { String(decoding: echoed, as: UTF8.self).contains(text) }
     }
 
+    /// `waitForStderr` blocking the calling thread (a test's own: `offPool`),
+    /// so that the answer to a prompt never waits for a pool thread while the
+    /// program's own clock runs (a touch prompt ends after 30 s).
+    package func blockingWaitForStderr(_ text: String) -> Bool {
+        blockingEventually { drain(); return stderr.contains(text) }
+    }
+
+    /// `wait` blocking the calling thread (a test's own: `offPool`).
+    package func blockingWait() -> Int32? {
+        guard let pid else { return nil }
+        var status: Int32 = 0
+        let done = blockingEventually {
+            drain()
+            return waitpid(pid, &status, WNOHANG) == pid
+        }
+        if done { self.pid = nil }
+        return done ? ChildSpawn.exitStatus(status) : nil
+    }
+
     /// Types `bytes` at the terminal.
     package func type(_ bytes: [UInt8]) {
         _ = bytes.withUnsafeBytes { write(master, $0.baseAddress, $0.count) }

@@ -24,8 +24,9 @@ package struct BlockingTerminal: Sendable {
             outcome = LineReader.blockingRead(fd, cancel: interrupt.readEnd, alsoCancel: peer, limit: TerminalInteraction.passcodeLimit)
         } else {
             guard let tty = Terminal.open() else { throw .notInteractive }
-            TerminalInteraction.write("Passcode: ")
+            // Echo off first, then the prompt (TerminalInteraction.readPasscode).
             Terminal.disableEcho(tty.fd)
+            TerminalInteraction.write("Passcode: ")
             outcome = LineReader.blockingRead(tty.fd, cancel: interrupt.readEnd, alsoCancel: peer, limit: TerminalInteraction.passcodeLimit)
             Terminal.restoreEcho()
             withExtendedLifetime(tty) {}

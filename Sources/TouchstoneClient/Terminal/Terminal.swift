@@ -26,7 +26,10 @@ package enum Terminal {
         init(_ descriptor: consuming OwnedDescriptor) { self.descriptor = descriptor }
     }
 
-    /// Turns echo off on `fd` (a terminal) until `restoreEcho` is called.
+    /// Turns echo off on `fd` (a terminal) until `restoreEcho` is called,
+    /// discarding input typed and not yet read (TCSAFLUSH): call it before
+    /// showing the prompt, never after, or the answer typed to the prompt
+    /// can be thrown away (and echoed).
     static func disableEcho(_ fd: Int32) {
         var settings = termios()
         guard tcgetattr(fd, &settings) == 0 else { return }

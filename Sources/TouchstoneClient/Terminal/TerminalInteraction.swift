@@ -60,8 +60,10 @@ public final class TerminalInteraction: AuthenticationInteraction {
             return try Self.passcode(await LineReader.readLine(from: fd, limit: Self.passcodeLimit), descriptor: fd)
         }
         guard let tty = Terminal.open() else { throw .notInteractive }
-        Self.write(prompt)
+        // Echo off (flushing what was typed before), then the prompt, as
+        // getpass(3) does: what is typed once the prompt shows is kept.
         Terminal.disableEcho(tty.fd)
+        Self.write(prompt)
         let outcome = await LineReader.readLine(from: tty.fd, limit: Self.passcodeLimit)
         Terminal.restoreEcho()
         withExtendedLifetime(tty) {}
