@@ -36,8 +36,9 @@ struct SwtpmOperationLock: Sendable {
         return try result.get()
     }
 
-    /// Waits for the turn; returns the descriptor holding it.
-    func acquire() throws(TPMError) -> OwnedDescriptor {
+    /// Waits for the turn; returns the descriptor holding it (closing it
+    /// ends the turn).
+    private func acquire() throws(TPMError) -> OwnedDescriptor {
         let file = try openLockFile()
         let raw = file.rawValue
         do throws(Errno) {

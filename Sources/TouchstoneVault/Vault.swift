@@ -230,7 +230,7 @@ package final class Vault: @unchecked Sendable {
         } catch {
             throw VaultError.storage(StorageFailure(.database, "cannot create \(path): \(error)"))
         }
-        // The new name made durable (best effort, as SQLite does).
+        // The new directory entry made durable, best effort (a failure is not reported).
         if let folder = try? OwnedDescriptor.open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY) {
             let raw = folder.rawValue
             _ = try? valueOrErrno(retryOnInterrupt: true) { fsync(raw) }
