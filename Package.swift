@@ -87,14 +87,14 @@ let package = Package(
         // a descriptor owner, process spawning. Glibc only.
         .target(name: "TouchstonePOSIX"),
         .target(name: "TouchstoneModel", dependencies: ["TouchstonePOSIX"]),
-        .target(name: "TouchstoneSecure", dependencies: ["CSodium"]),
+        .target(name: "TouchstoneSecure", dependencies: ["CSodium", "TouchstonePOSIX"]),
         // Backends: `package` access, C modules imported internally.
-        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstoneSecure", "TouchstoneModel", "CTSSCryptoContext"],
+        .target(name: "TouchstoneTPM", dependencies: ["CTSS2", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel", "CTSSCryptoContext"],
                 swiftSettings: testSupport),
         // A GLib main context on a thread of its own (libfprint's, GDBus's).
         .target(name: "TouchstoneGLib", dependencies: ["CGLib", "TouchstoneSecure"]),
-        .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstoneSecure", "TouchstoneModel", "TouchstoneGLib"]),
-        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel"],
+        .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel", "TouchstoneGLib"]),
+        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel"],
                 swiftSettings: testSupport),
         // The simulator (swtpm + libfprint's virtual reader), shared with the test rigs.
         .target(name: "TouchstoneSimulator", dependencies: ["TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),

@@ -2,6 +2,7 @@ internal import CSodium
 import Foundation
 import Glibc
 import Synchronization
+import TouchstonePOSIX
 import TouchstoneSecure
 
 /// An `EnrollmentStore` in plain files:
@@ -44,9 +45,9 @@ package final class FileEnrollmentStore: EnrollmentStore {
     package func load(_ finger: Finger, user: String, reader: ReaderIdentity) throws(FingerprintError) -> EnrolledPrint {
         let path = recordPath(finger, user: user, reader: reader)
         let bytes: [UInt8]
-        do throws(POSIXError) {
-            bytes = try lock.withLock { _ throws(POSIXError) in try Self.readFile(path) }
-        } catch where error.code == .ENOENT {
+        do throws(Errno) {
+            bytes = try lock.withLock { _ throws(Errno) in try Self.readFile(path) }
+        } catch .noSuchFileOrDirectory {
             throw FingerprintError.notEnrolled(finger)
         } catch {
             throw FingerprintError.corruptRecord(finger: finger, reason: "cannot read \(path): \(error)")
@@ -80,9 +81,12 @@ package final class FileEnrollmentStore: EnrollmentStore {
     package func remove(_ finger: Finger, user: String, reader: ReaderIdentity) throws(FingerprintError) {
         let path = recordPath(finger, user: user, reader: reader)
         try lock.withLock { _ throws(FingerprintError) in
-            guard unlink(path) == 0 else {
-                if errno == ENOENT { throw FingerprintError.notEnrolled(finger) }
-                throw FingerprintError.storage(reason: "cannot remove \(path): \(String(cString: strerror(errno)))")
+            do throws(Errno) {
+                _ = try valueOrErrno(retryOnInterrupt: false) { unlink(path) }
+            } catch .noSuchFileOrDirectory {
+                throw FingerprintError.notEnrolled(finger)
+            } catch {
+                throw FingerprintError.storage(reason: "cannot remove \(path): \(error)")
             }
             Self.syncDirectory(directory(user: user, reader: reader).path)
         }
@@ -91,9 +95,9 @@ package final class FileEnrollmentStore: EnrollmentStore {
     package func epoch(user: String, reader: ReaderIdentity) throws(FingerprintError) -> SecureBytes? {
         let path = directory(user: user, reader: reader).appendingPathComponent("epoch").path
         var bytes: [UInt8]
-        do throws(POSIXError) {
-            bytes = try lock.withLock { _ throws(POSIXError) in try Self.readFile(path) }
-        } catch where error.code == .ENOENT {
+        do throws(Errno) {
+            bytes = try lock.withLock { _ throws(Errno) in try Self.readFile(path) }
+        } catch .noSuchFileOrDirectory {
             return nil
         } catch {
             throw FingerprintError.storage(reason: "cannot read \(path): \(error)")
@@ -158,63 +162,71 @@ package final class FileEnrollmentStore: EnrollmentStore {
     }
 
     private static func makeDirectory(_ path: String) throws(FingerprintError) {
-        if mkdir(path, 0o700) != 0 {
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { mkdir(path, 0o700) }
+        } catch where error.rawValue == EROFS {
             // On a read-only file system a missing folder holds no print:
             // the store reads as empty there, and a write fails on its own.
-            if errno == EROFS { return }
-            guard errno == EEXIST else {
-                throw FingerprintError.storage(reason: "cannot create \(path): \(String(cString: strerror(errno)))")
-            }
             return
+        } catch .fileExists {
+            return
+        } catch {
+            throw FingerprintError.storage(reason: "cannot create \(path): \(error)")
         }
-        chmod(path, 0o700)  // whatever the umask
+        _ = try? valueOrErrno(retryOnInterrupt: true) { chmod(path, 0o700) }  // whatever the umask
     }
 
-    private static func readFile(_ path: String) throws(POSIXError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
-        defer { close(fd) }
+    /// The whole file (EINTR retried by the layer).
+    private static func readFile(_ path: String) throws(Errno) -> [UInt8] {
+        let file = try OwnedDescriptor.open(path, O_RDONLY)
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
-            let n = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            // (withUnsafeMutableBytes rethrows untyped: the Errno leaves in a Result.)
+            let n = try buffer.withUnsafeMutableBytes { bytes in Result { () throws(Errno) in try file.read(into: bytes) } }.get()
             if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            }
             out.append(contentsOf: buffer[0..<n])
         }
         return out
     }
 
-    /// temp file (0600) + write + fsync + rename + fsync of the directory.
+    /// temp file (0600) + write + fsync + close + rename + fsync of the directory.
     private static func writeAtomically(_ bytes: [UInt8], to path: String) throws(FingerprintError) {
         let dir = (path as NSString).deletingLastPathComponent
         let temp = dir + "/.tmp-" + UUID().uuidString
-        let fd = open(temp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw FingerprintError.storage(reason: "cannot create \(temp): \(String(cString: strerror(errno)))")
-        }
-        var ok = true
-        var written = 0
-        while ok && written < bytes.count {
-            let n = bytes[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            if n > 0 { written += n } else if n < 0 && errno == EINTR { continue } else { ok = false }
-        }
-        let code = errno
-        if ok && fsync(fd) != 0 { ok = false }
-        close(fd)
-        guard ok, rename(temp, path) == 0 else {
+        let file = try createTemporary(temp)
+        do throws(Errno) {
+            try write(bytes, durablyTo: file)
+            _ = try valueOrErrno(retryOnInterrupt: false) { rename(temp, path) }
+        } catch {
             unlink(temp)
-            throw FingerprintError.storage(reason: "cannot write \(path): \(String(cString: strerror(code)))")
+            throw FingerprintError.storage(reason: "cannot write \(path): \(error)")
         }
         syncDirectory(dir)
     }
 
+    /// A new file at `temp` (0600; it must not exist).
+    private static func createTemporary(_ temp: String) throws(FingerprintError) -> OwnedDescriptor {
+        do throws(Errno) {
+            return try OwnedDescriptor.open(temp, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600)
+        } catch {
+            throw FingerprintError.storage(reason: "cannot create \(temp): \(error)")
+        }
+    }
+
+    /// Writes every byte (short writes continued, EINTR retried), fsyncs
+    /// and closes `file` (a close that fails is reported too).
+    private static func write(_ bytes: [UInt8], durablyTo file: consuming OwnedDescriptor) throws(Errno) {
+        try bytes.withUnsafeBytes { buffer in Result { () throws(Errno) in try file.writeAll(buffer) } }.get()
+        let raw = file.rawValue
+        _ = try valueOrErrno(retryOnInterrupt: true) { fsync(raw) }
+        try file.close()
+    }
+
     private static func syncDirectory(_ path: String) {
-        let fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if fd >= 0 { fsync(fd); close(fd) }
+        guard let folder = try? OwnedDescriptor.open(path, O_RDONLY | O_DIRECTORY) else { return }
+        let raw = folder.rawValue
+        _ = try? valueOrErrno(retryOnInterrupt: true) { fsync(raw) }
     }
 
     static func checksum(_ data: [UInt8]) -> [UInt8] {

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import TouchstonePOSIX
 
 /// An exclusive claim on a libfprint virtual reader's socket, held while the
 /// reader is open: an advisory lock (flock) on `<socket>.lock`.
@@ -11,45 +12,56 @@ import Synchronization
 /// `FingerprintError.busy`. The kernel drops the lock when the process
 /// ends, however it ends.
 package final class VirtualReaderClaim: Sendable {
-    /// The lock file's descriptor; -1 once released.
-    private let fd: Mutex<Int32>
+    /// The lock file, open (and locked) until released.
+    private let file: Mutex<OwnedDescriptor?>
 
     /// Claims the reader at `socket`, or throws `busy` when another process
     /// holds it.
     package init(socket: String) throws(FingerprintError) {
         let path = socket + ".lock"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
-            throw .notAvailable(reason: "cannot open \(path): \(String(cString: strerror(errno)))")
+        let file = try Self.openLockFile(path)
+        do throws(Errno) {
+            try Self.lock(file)
+        } catch where error.rawValue == EWOULDBLOCK {
+            throw .busy
+        } catch {
+            throw .notAvailable(reason: "cannot lock \(path): \(error)")
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let code = errno
-            close(fd)
-            if code == EWOULDBLOCK { throw .busy }
-            throw .notAvailable(reason: "cannot lock \(path): \(String(cString: strerror(code)))")
-        }
-        self.fd = Mutex(fd)
+        self.file = Mutex(.some(file))
     }
 
     /// Whether another process holds the claim on the reader at `socket`
     /// (checked without keeping it).
     package static func isHeld(socket: String) -> Bool {
-        let fd = open(socket + ".lock", O_RDWR | O_CLOEXEC)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return errno == EWOULDBLOCK }
-        flock(fd, LOCK_UN)
+        guard let file = try? OwnedDescriptor.open(socket + ".lock", O_RDWR) else { return false }
+        do throws(Errno) {
+            try lock(file)
+        } catch {
+            return error.rawValue == EWOULDBLOCK
+        }
+        let raw = file.rawValue
+        _ = try? valueOrErrno(retryOnInterrupt: true) { flock(raw, LOCK_UN) }
         return false
     }
 
-    /// Gives the reader up (idempotent).
+    /// Gives the reader up (idempotent): the lock file closed, which drops
+    /// the lock.
     package func release() {
-        fd.withLock { fd in
-            guard fd >= 0 else { return }
-            close(fd)
-            fd = -1
+        file.withLock { file in _ = file.take() }
+    }
+
+    /// The lock file, created 0600 if missing.
+    private static func openLockFile(_ path: String) throws(FingerprintError) -> OwnedDescriptor {
+        do throws(Errno) {
+            return try OwnedDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+        } catch {
+            throw .notAvailable(reason: "cannot open \(path): \(error)")
         }
     }
 
-    deinit { release() }
+    /// Takes the exclusive lock without waiting (EWOULDBLOCK: held elsewhere).
+    private static func lock(_ file: borrowing OwnedDescriptor) throws(Errno) {
+        let raw = file.rawValue
+        _ = try valueOrErrno(retryOnInterrupt: true) { flock(raw, LOCK_EX | LOCK_NB) }
+    }
 }

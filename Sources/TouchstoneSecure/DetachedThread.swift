@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TouchstonePOSIX
 
 /// Runs `body` on a new detached POSIX thread named `name` (at most 15
 /// bytes show), with a stack of `stackSize` bytes: Foundation's `Thread`
@@ -20,15 +21,15 @@ package func startDetachedThread(name: String, stackSize: Int = 256 << 10, _ bod
     var thread = pthread_t()
     let rc = pthread_create(&thread, &attributes, { raw in
         let start = Unmanaged<Start>.fromOpaque(raw!).takeRetainedValue()
-        // pthread_setname_np's way, without _GNU_SOURCE.
-        let comm = open("/proc/thread-self/comm", O_WRONLY | O_CLOEXEC)
-        if comm >= 0 {
+        // pthread_setname_np's way, without _GNU_SOURCE; a name is no
+        // reason to fail.
+        if let comm = try? OwnedDescriptor.open("/proc/thread-self/comm", O_WRONLY) {
             let name = Array(start.name.utf8.prefix(15))
-            _ = name.withUnsafeBytes { write(comm, $0.baseAddress, $0.count) }
-            close(comm)
+            _ = try? name.withUnsafeBytes { bytes in try comm.write(bytes) }
         }
         start.body()
         return nil
     }, start)
-    precondition(rc == 0, "pthread_create failed: \(rc)")
+    // pthread_create returns its error number rather than setting errno.
+    precondition(rc == 0, "pthread_create failed: \(Errno(rawValue: rc)) (errno \(rc))")
 }

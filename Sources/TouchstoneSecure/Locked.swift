@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import TouchstonePOSIX
 
 /// A value behind a pthread mutex, for state that threads contend for.
 /// `Synchronization.Mutex` serves everywhere else; where contention is the
@@ -17,7 +18,9 @@ package final class Locked<Value>: @unchecked Sendable {
         self.value = value
         mutex = .allocate(capacity: 1)
         mutex.initialize(to: pthread_mutex_t())
-        precondition(pthread_mutex_init(mutex, nil) == 0, "pthread_mutex_init failed")
+        // pthread returns its error number rather than setting errno.
+        let rc = pthread_mutex_init(mutex, nil)
+        precondition(rc == 0, "pthread_mutex_init failed: \(Errno(rawValue: rc)) (errno \(rc))")
     }
 
     deinit {

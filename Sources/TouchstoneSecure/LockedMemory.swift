@@ -1,5 +1,6 @@
 internal import CSodium
 import Glibc
+import TouchstonePOSIX
 
 /// Memory for `SecureBytes`: locked in RAM (never swapped) and left out of
 /// core dumps.
@@ -175,10 +176,12 @@ enum LockedMemory {
         let length = pageRounded(count)
         guard let mapped = mmap(nil, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
               mapped != MAP_FAILED else {
-            fatalError("out of memory: mmap of \(length) bytes failed (errno \(errno))")
+            let error = Errno.current
+            fatalError("out of memory: mmap of \(length) bytes failed: \(error) (errno \(error.rawValue))")
         }
         _ = madvise(mapped, length, MADV_DONTDUMP)
-        let locked = mlock(mapped, length) == 0
+        // Best effort: RLIMIT_MEMLOCK may refuse it (ENOMEM, EPERM).
+        let locked = (try? valueOrErrno(retryOnInterrupt: false) { mlock(mapped, length) }) != nil
         return Allocation(base: mapped, isLocked: locked, slab: -1)
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TouchstonePOSIX
 
 /// Turns taken by processes that share one swtpm on a unix socket: an
 /// exclusive advisory lock (flock) on `<socket>.lock`, held for one TPM
@@ -25,29 +26,41 @@ struct SwtpmOperationLock: Sendable {
         path = String(socket) + ".lock"
     }
 
-    /// Waits for the turn; returns the descriptor holding it.
-    func acquire() throws(TPMError) -> Int32 {
-        var fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 && (errno == EROFS || errno == EACCES) {
-            // A state folder on a read-only mount: an existing lock file
-            // locks as well through a read-only descriptor.
-            fd = open(path, O_RDONLY | O_CLOEXEC)
-        }
-        guard fd >= 0 else {
-            throw TPMError.unreachable(detail: "cannot open the swtpm lock \(path): \(String(cString: strerror(errno)))")
-        }
-        while flock(fd, LOCK_EX) != 0 {
-            guard errno == EINTR else {
-                let code = errno
-                close(fd)
-                throw TPMError.unreachable(detail: "cannot lock \(path): \(String(cString: strerror(code)))")
-            }
-        }
-        return fd
+    /// Runs `body` in this process's turn: waits for the lock, and gives
+    /// it up (closes the lock file) when `body` returns or throws.
+    func withTurn<R>(_ body: () throws(TPMError) -> R) throws(TPMError) -> R {
+        let turn = try acquire()
+        let result = Result { () throws(TPMError) in try body() }
+        // The close drops the lock whatever it returns (nothing to retry).
+        try? turn.close()
+        return try result.get()
     }
 
-    /// Ends the turn.
-    func release(_ fd: Int32) {
-        close(fd)
+    /// Waits for the turn; returns the descriptor holding it (closing it
+    /// ends the turn).
+    private func acquire() throws(TPMError) -> OwnedDescriptor {
+        let file = try openLockFile()
+        let raw = file.rawValue
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: true) { flock(raw, LOCK_EX) }
+        } catch {
+            throw TPMError.unreachable(detail: "cannot lock \(path): \(error)")
+        }
+        return file
+    }
+
+    /// The lock file, created 0600 if missing.
+    private func openLockFile() throws(TPMError) -> OwnedDescriptor {
+        do throws(Errno) {
+            do throws(Errno) {
+                return try OwnedDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
+            } catch where error.rawValue == EROFS || error.rawValue == EACCES {
+                // A state folder on a read-only mount: an existing lock file
+                // locks as well through a read-only descriptor.
+                return try OwnedDescriptor.open(path, O_RDONLY)
+            }
+        } catch {
+            throw TPMError.unreachable(detail: "cannot open the swtpm lock \(path): \(error)")
+        }
     }
 }

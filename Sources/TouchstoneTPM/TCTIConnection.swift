@@ -1,5 +1,6 @@
 internal import CTSS2
 import Foundation
+import TouchstonePOSIX
 
 /// An open TCTI plus the ESYS context on top of it. Owns both and frees both.
 ///
@@ -20,7 +21,9 @@ final class TCTIConnection {
         var tcti: OpaquePointer?
         let rc = ResponseCode(Tss2_TctiLdr_Initialize(config, &tcti))
         guard rc.isSuccess, let tcti else {
-            throw Self.connectError(config: config, rc: rc)
+            // The device TCTI's open leaves its errno behind (its return
+            // code does not say it): read at once.
+            throw Self.connectError(config: config, rc: rc, cause: Errno.current)
         }
         inner = tcti
         counting = makeCountingTCTI(wrapping: tcti)
@@ -57,17 +60,21 @@ final class TCTIConnection {
         guard FileManager.default.fileExists(atPath: path) else {
             throw TPMError.unreachable(detail: "no TPM device at \(path) (is a TPM 2.0 enabled in the firmware?)")
         }
-        if access(path, R_OK | W_OK) != 0 && errno == EACCES {
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { access(path, R_OK | W_OK) }
+        } catch where error.rawValue == EACCES {
             throw TPMError.permissionDenied(path: path)
+        } catch {
+            // Anything else the TCTI loader's open reports in its own words.
         }
     }
 
-    private static func connectError(config: String, rc: ResponseCode) -> TPMError {
+    private static func connectError(config: String, rc: ResponseCode, cause: Errno) -> TPMError {
         if config.hasPrefix("swtpm") || config.hasPrefix("mssim") {
             return .unreachable(detail: "swtpm is not running at '\(config)' (start it, or run `touchstone sim start`)")
         }
         if config.hasPrefix("device") {
-            if errno == EACCES { return .permissionDenied(path: String(config.dropFirst("device:".count))) }
+            if cause.rawValue == EACCES { return .permissionDenied(path: String(config.dropFirst("device:".count))) }
             return .unreachable(detail: "cannot open '\(config)': \(rc.text)")
         }
         return .unreachable(detail: "cannot load TCTI '\(config)': \(rc.text)")

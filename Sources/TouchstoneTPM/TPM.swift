@@ -81,29 +81,38 @@ package final class TPM: @unchecked Sendable {
         // an optional the closure fills, so `R` need not be Sendable.
         var result: R?
         try lock.withLock { _ throws(TPMError) in
-            let turn = try operationLock?.acquire()
-            defer { turn.map { operationLock?.release($0) } }
-            if connection == nil {
-                connection = try TCTIConnection(tcti: tcti)
-            }
-            do throws(TPMError) {
-                do throws(TPMError) {
-                    result = try body(connection!.esys)
-                } catch .outOfMemory where operationLock != nil {
-                    // A swtpm has no resource manager: a process killed in the
-                    // middle of an operation leaves its loaded objects and
-                    // sessions behind, and they fill the TPM's few slots. We
-                    // hold the operation lock, so nothing loaded now belongs to
-                    // a live operation: flush it all and try once more.
-                    flushOrphans(connection!.esys)
-                    result = try body(connection!.esys)
-                }
-            } catch {
-                if case .unreachable = error { dropConnection() }
-                throw error
+            if let operationLock {
+                try operationLock.withTurn { () throws(TPMError) in try runConnected(body, into: &result) }
+            } else {
+                try runConnected(body, into: &result)
             }
         }
         return result!
+    }
+
+    /// `withContext`'s work under `lock` (and the operation lock when
+    /// there is one): connects if needed, runs `body`, drops the
+    /// connection on a transport failure.
+    private func runConnected<R>(_ body: (OpaquePointer) throws(TPMError) -> R, into result: inout R?) throws(TPMError) {
+        if connection == nil {
+            connection = try TCTIConnection(tcti: tcti)
+        }
+        do throws(TPMError) {
+            do throws(TPMError) {
+                result = try body(connection!.esys)
+            } catch .outOfMemory where operationLock != nil {
+                // A swtpm has no resource manager: a process killed in the
+                // middle of an operation leaves its loaded objects and
+                // sessions behind, and they fill the TPM's few slots. We
+                // hold the operation lock, so nothing loaded now belongs to
+                // a live operation: flush it all and try once more.
+                flushOrphans(connection!.esys)
+                result = try body(connection!.esys)
+            }
+        } catch {
+            if case .unreachable = error { dropConnection() }
+            throw error
+        }
     }
 
     /// Flushes every transient object and loaded session on the TPM. Only

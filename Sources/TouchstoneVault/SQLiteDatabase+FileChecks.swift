@@ -1,4 +1,5 @@
 import Glibc
+import TouchstonePOSIX
 
 /// Checks on the database file itself, made before SQLite opens it, and
 /// the file reads they need.
@@ -12,8 +13,10 @@ extension SQLiteDatabase {
     /// header, so neither reaches it.
     static func checkFile(_ path: String) throws(VaultError) {
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(String(cString: strerror(errno)))"))
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { stat(path, &info) }
+        } catch {
+            throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(error)"))
         }
         guard info.st_size > 0 else {
             // A vault is created whole (Vault.createDatabase): an empty one was cut.
@@ -75,15 +78,13 @@ extension SQLiteDatabase {
 
     /// The first `count` bytes of a file (all when nil), nil if unreadable.
     private static func read(_ path: String, count: Int?) -> [UInt8]? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { Glibc.close(fd) }
+        guard let file = try? OwnedDescriptor.open(path, O_RDONLY) else { return nil }
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while count.map({ out.count < $0 }) ?? true {
             let want = min(buffer.count, count.map { $0 - out.count } ?? buffer.count)
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, want) }
-            if n < 0 && errno == EINTR { continue }
+            // EINTR retried; an error ends the read like the file's end.
+            let n = (try? buffer.withUnsafeMutableBytes { bytes in try file.read(into: UnsafeMutableRawBufferPointer(rebasing: bytes[..<want])) }) ?? 0
             guard n > 0 else { break }
             out.append(contentsOf: buffer[0..<n])
         }
@@ -92,7 +93,8 @@ extension SQLiteDatabase {
 
     static func fileSize(_ path: String) -> Int? {
         var info = stat()
-        return stat(path, &info) == 0 ? Int(info.st_size) : nil
+        guard (try? valueOrErrno(retryOnInterrupt: false, { stat(path, &info) })) != nil else { return nil }
+        return Int(info.st_size)
     }
 
     /// `path` as a `file:` URI (RFC 3986: unreserved characters and `/`

@@ -1,6 +1,7 @@
 internal import CSQLite
 import Foundation
 import Glibc
+import TouchstonePOSIX
 
 /// A SQLite connection: WAL journal, foreign keys on, a busy timeout so two
 /// processes writing at once wait for each other instead of failing.
@@ -67,7 +68,7 @@ package final class SQLiteDatabase: @unchecked Sendable {
             handle = nil
             throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(message)"))
         }
-        if !existed { chmod(path, 0o600) }
+        if !existed { _ = try? valueOrErrno(retryOnInterrupt: true) { chmod(path, 0o600) } }  // best effort: the folder is 0700
         sqlite3_busy_timeout(handle, 10_000)
         do throws(VaultError) {
             // A file that is not a database fails here, at the first read.

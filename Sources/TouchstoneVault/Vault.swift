@@ -1,4 +1,5 @@
 import Foundation
+import TouchstonePOSIX
 import TouchstoneSecure
 import TouchstoneTPM
 
@@ -140,9 +141,12 @@ package final class Vault: @unchecked Sendable {
     package static func checkStateDirectory(_ url: URL) throws(StorageFailure) -> Bool? {
         let path = url.path
         var info = stat()
-        guard stat(path, &info) == 0 else {
-            if errno == ENOENT { return nil }
-            throw StorageFailure(.stateFolder, "cannot open the state folder \(path): \(String(cString: strerror(errno)))")
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { stat(path, &info) }
+        } catch .noSuchFileOrDirectory {
+            return nil
+        } catch {
+            throw StorageFailure(.stateFolder, "cannot open the state folder \(path): \(error)")
         }
         guard info.st_mode & S_IFMT == S_IFDIR else { throw StorageFailure(.stateFolder, "\(path) is not a directory") }
         let digits = String(info.st_mode & 0o777, radix: 8)
@@ -153,14 +157,17 @@ package final class Vault: @unchecked Sendable {
         let ours = info.st_uid == geteuid()
         let fix = ours ? "chmod 700 \(path)" : nil
         let owner = ours ? "" : ", and it belongs to another user (uid \(info.st_uid))"
-        guard access(path, R_OK | X_OK) == 0 else {
-            throw StorageFailure(.stateFolder, "cannot read the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(owner)",
-                                 fix: fix)
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { access(path, R_OK | X_OK) }
+        } catch {
+            throw StorageFailure(.stateFolder, "cannot read the state folder \(path): \(error) (mode \(mode))\(owner)", fix: fix)
         }
-        guard access(path, W_OK) == 0 else {
-            if errno == EROFS { return false }
-            throw StorageFailure(.stateFolder, "cannot write to the state folder \(path): \(String(cString: strerror(errno))) (mode \(mode))\(owner)",
-                                 fix: fix)
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { access(path, W_OK) }
+        } catch where error.rawValue == EROFS {
+            return false
+        } catch {
+            throw StorageFailure(.stateFolder, "cannot write to the state folder \(path): \(error) (mode \(mode))\(owner)", fix: fix)
         }
         return true
     }
@@ -188,9 +195,11 @@ package final class Vault: @unchecked Sendable {
     /// damage, not a new vault (SQLite alone would take it for one). When
     /// two processes create it at once, the first link wins and both use it.
     static func createDatabase(at path: String) throws(VaultError) {
-        var info = stat()
-        if lstat(path, &info) == 0 { return }
-        guard errno == ENOENT else { throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(String(cString: strerror(errno)))")) }
+        do throws(Errno) {
+            if try fileExists(at: path) { return }
+        } catch {
+            throw VaultError.storage(StorageFailure(.database, "cannot open \(path): \(error)"))
+        }
         removeAbandonedCreations(of: path)
         // Unique per call: threads of one process may create it at once too.
         let temporary = "\(path).new-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
@@ -205,23 +214,38 @@ package final class Vault: @unchecked Sendable {
               (SQLiteDatabase.fileSize(temporary) ?? 0) > 0 else {
             throw VaultError.storage(StorageFailure(.database, "cannot create \(path): the new database was not written out"))
         }
-        if link(temporary, path) != 0 {
-            let code = errno
-            if code == EEXIST { return }  // another process made it first
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { link(temporary, path) }
+        } catch .fileExists {
+            return  // another process made it first
+        } catch where error == .notPermitted || error.rawValue == EOPNOTSUPP {
             // No hard links on this file system: a rename, unless the file
             // appeared meanwhile.
-            guard code == EPERM || code == EOPNOTSUPP else {
-                throw VaultError.storage(StorageFailure(.database, "cannot create \(path): \(String(cString: strerror(code)))"))
+            do throws(Errno) {
+                if (try? fileExists(at: path)) == true { return }
+                _ = try valueOrErrno(retryOnInterrupt: false) { rename(temporary, path) }
+            } catch {
+                throw VaultError.storage(StorageFailure(.database, "cannot create \(path): \(error)"))
             }
-            if lstat(path, &info) == 0 { return }
-            guard rename(temporary, path) == 0 else {
-                throw VaultError.storage(StorageFailure(.database, "cannot create \(path): \(String(cString: strerror(errno)))"))
-            }
+        } catch {
+            throw VaultError.storage(StorageFailure(.database, "cannot create \(path): \(error)"))
         }
-        let folder = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if folder >= 0 {
-            fsync(folder)
-            close(folder)
+        // The new directory entry made durable, best effort (a failure is not reported).
+        if let folder = try? OwnedDescriptor.open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY) {
+            let raw = folder.rawValue
+            _ = try? valueOrErrno(retryOnInterrupt: true) { fsync(raw) }
+        }
+    }
+
+    /// Whether something is at `path` (lstat: a link is not followed);
+    /// false when nothing is, the error when that cannot be told.
+    private static func fileExists(at path: String) throws(Errno) -> Bool {
+        var info = stat()
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { lstat(path, &info) }
+            return true
+        } catch .noSuchFileOrDirectory {
+            return false
         }
     }
 
@@ -234,8 +258,19 @@ package final class Vault: @unchecked Sendable {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: folder) else { return }
         for name in names where name.hasPrefix(prefix) {
             guard let pid = Int32(name.dropFirst(prefix.count).prefix { $0.isNumber }), pid > 0,
-                  kill(pid, 0) != 0, errno == ESRCH else { continue }
+                  isGone(pid) else { continue }
             unlink(folder + "/" + name)
+        }
+    }
+
+    /// Whether no process `pid` exists (kill 0 says ESRCH); a process of
+    /// another user (EPERM) is alive.
+    private static func isGone(_ pid: pid_t) -> Bool {
+        do throws(Errno) {
+            _ = try valueOrErrno(retryOnInterrupt: false) { kill(pid, 0) }
+            return false
+        } catch {
+            return error.rawValue == ESRCH
         }
     }
 
