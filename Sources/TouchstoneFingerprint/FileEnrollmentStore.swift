@@ -164,7 +164,7 @@ package final class FileEnrollmentStore: EnrollmentStore {
     private static func makeDirectory(_ path: String) throws(FingerprintError) {
         do throws(Errno) {
             _ = try valueOrErrno(retryOnInterrupt: false) { mkdir(path, 0o700) }
-        } catch where error.rawValue == EROFS {
+        } catch where error == .readOnlyFileSystem {
             // On a read-only file system a missing folder holds no print:
             // the store reads as empty there, and a write fails on its own.
             return

@@ -22,7 +22,7 @@ package final class VirtualReaderClaim: Sendable {
         let file = try Self.openLockFile(path)
         do throws(Errno) {
             try Self.lock(file)
-        } catch where error.rawValue == EWOULDBLOCK {
+        } catch where error == .resourceTemporarilyUnavailable {
             throw .busy
         } catch {
             throw .notAvailable(reason: "cannot lock \(path): \(error)")
@@ -37,7 +37,7 @@ package final class VirtualReaderClaim: Sendable {
         do throws(Errno) {
             try lock(file)
         } catch {
-            return error.rawValue == EWOULDBLOCK
+            return error == .resourceTemporarilyUnavailable
         }
         let raw = file.rawValue
         _ = try? valueOrErrno(retryOnInterrupt: true) { flock(raw, LOCK_UN) }

@@ -37,6 +37,14 @@ package struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringC
     package static var connectionAbort: Errno { Errno(rawValue: ECONNABORTED) }
     /// Connection refused (ECONNREFUSED).
     package static var connectionRefused: Errno { Errno(rawValue: ECONNREFUSED) }
+    /// Permission denied (EACCES).
+    package static var permissionDenied: Errno { Errno(rawValue: EACCES) }
+    /// Read-only file system (EROFS).
+    package static var readOnlyFileSystem: Errno { Errno(rawValue: EROFS) }
+    /// No such process (ESRCH).
+    package static var noSuchProcess: Errno { Errno(rawValue: ESRCH) }
+    /// Operation not supported (EOPNOTSUPP).
+    package static var notSupported: Errno { Errno(rawValue: EOPNOTSUPP) }
     /// Connection reset by peer (ECONNRESET).
     package static var connectionReset: Errno { Errno(rawValue: ECONNRESET) }
     /// Resource temporarily unavailable (EAGAIN, EWOULDBLOCK): a non-blocking

@@ -54,7 +54,7 @@ struct SwtpmOperationLock: Sendable {
         do throws(Errno) {
             do throws(Errno) {
                 return try OwnedDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o600)
-            } catch where error.rawValue == EROFS || error.rawValue == EACCES {
+            } catch where error == .readOnlyFileSystem || error == .permissionDenied {
                 // A state folder on a read-only mount: an existing lock file
                 // locks as well through a read-only descriptor.
                 return try OwnedDescriptor.open(path, O_RDONLY)

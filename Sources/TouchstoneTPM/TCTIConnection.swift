@@ -62,7 +62,7 @@ final class TCTIConnection {
         }
         do throws(Errno) {
             _ = try valueOrErrno(retryOnInterrupt: false) { access(path, R_OK | W_OK) }
-        } catch where error.rawValue == EACCES {
+        } catch where error == .permissionDenied {
             throw TPMError.permissionDenied(path: path)
         } catch {
             // Anything else the TCTI loader's open reports in its own words.
@@ -74,7 +74,7 @@ final class TCTIConnection {
             return .unreachable(detail: "swtpm is not running at '\(config)' (start it, or run `touchstone sim start`)")
         }
         if config.hasPrefix("device") {
-            if cause.rawValue == EACCES { return .permissionDenied(path: String(config.dropFirst("device:".count))) }
+            if cause == .permissionDenied { return .permissionDenied(path: String(config.dropFirst("device:".count))) }
             return .unreachable(detail: "cannot open '\(config)': \(rc.text)")
         }
         return .unreachable(detail: "cannot load TCTI '\(config)': \(rc.text)")

@@ -164,7 +164,7 @@ package final class Vault: @unchecked Sendable {
         }
         do throws(Errno) {
             _ = try valueOrErrno(retryOnInterrupt: false) { access(path, W_OK) }
-        } catch where error.rawValue == EROFS {
+        } catch where error == .readOnlyFileSystem {
             return false
         } catch {
             throw StorageFailure(.stateFolder, "cannot write to the state folder \(path): \(error) (mode \(mode))\(owner)", fix: fix)
@@ -218,7 +218,7 @@ package final class Vault: @unchecked Sendable {
             _ = try valueOrErrno(retryOnInterrupt: false) { link(temporary, path) }
         } catch .fileExists {
             return  // another process made it first
-        } catch where error == .notPermitted || error.rawValue == EOPNOTSUPP {
+        } catch where error == .notPermitted || error == .notSupported {
             // No hard links on this file system: a rename, unless the file
             // appeared meanwhile.
             do throws(Errno) {
@@ -270,7 +270,7 @@ package final class Vault: @unchecked Sendable {
             _ = try valueOrErrno(retryOnInterrupt: false) { kill(pid, 0) }
             return false
         } catch {
-            return error.rawValue == ESRCH
+            return error == .noSuchProcess
         }
     }
 
