@@ -76,9 +76,14 @@ final class DaemonRig {
         bin = root + "/bin"
         try FileManager.default.createDirectory(atPath: bin, withIntermediateDirectories: false)
         chmod(bin, 0o755)
+        // Copied by cp, a process of its own: a copy written from this
+        // process would hold the new file open for writing while other
+        // tests' threads spawn children, and a child that has not exec'd
+        // yet keeps that descriptor; executing the copy then fails with
+        // "Text file busy" (ETXTBSY). cp's descriptor is never ours to pass on.
         for name in ["touchstone", "touchstone-cli", "touchstone-get", "touchstoned"] {
             let built = URL(fileURLWithPath: CLIProcess.binary).deletingLastPathComponent().appendingPathComponent(name).path
-            try FileManager.default.copyItem(atPath: built, toPath: bin + "/" + name)
+            guard try Swtpm.run("/bin/cp", [built, bin + "/" + name]) == 0 else { throw RigFailure("cp \(built) failed") }
             chmod(bin + "/" + name, 0o755)
         }
         // The socket's folder: the daemon's, open for every user to reach
