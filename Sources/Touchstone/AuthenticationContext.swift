@@ -17,6 +17,9 @@ public final class AuthenticationContext: Sendable {
     let engine: any Engine
     private let state = Mutex(State())
 
+    /// An authentication in flight: its outcome, the engine's error kept.
+    private typealias Evaluation = Task<Result<any EngineGrant, AuthenticationError>, Never>
+
     private struct State: Sendable {
         var interaction: (any AuthenticationInteraction)?
         var interactionNotAllowed = false
@@ -24,7 +27,7 @@ public final class AuthenticationContext: Sendable {
         var touchTimeout: Duration = .seconds(30)
         var biometryType: BiometryType = .none
         var invalidated = false
-        var inFlight: Task<Result<any EngineGrant, AuthenticationError>, Never>?
+        var inFlight: Evaluation?
         /// The last success, kept only while the reuse window is open.
         var kept: (date: Date, grant: any EngineGrant)?
     }
@@ -77,7 +80,7 @@ public final class AuthenticationContext: Sendable {
     /// Ends the context: an evaluation in flight fails with `appCancel`;
     /// every later call fails with `invalidContext`. Drops a kept success.
     public func invalidate() {
-        let task = state.withLock { state -> Task<Result<any EngineGrant, AuthenticationError>, Never>? in
+        let task = state.withLock { state -> Evaluation? in
             state.invalidated = true
             state.kept = nil
             return state.inFlight
@@ -111,7 +114,7 @@ public final class AuthenticationContext: Sendable {
     /// window, or a new authentication (a touch and/or the passcode).
     func grant(for access: AccessControl, reason: String) async throws(AuthenticationError) -> any EngineGrant {
         let engine = self.engine
-        let task: Task<Result<any EngineGrant, AuthenticationError>, Never> = try state.withLock { (state) throws(AuthenticationError) in
+        let task: Evaluation = try state.withLock { (state) throws(AuthenticationError) in
             guard !state.invalidated else { throw .invalidContext }
             if let kept = state.kept {
                 if Date().timeIntervalSince(kept.date) > state.reuseDuration {
