@@ -17,6 +17,9 @@ public final class AuthenticationContext: Sendable {
     let engine: any Engine
     private let state = Mutex(State())
 
+    /// An authentication in flight: its outcome, the engine's error kept.
+    private typealias Evaluation = Task<Result<any EngineGrant, AuthenticationError>, Never>
+
     private struct State: Sendable {
         var interaction: (any AuthenticationInteraction)?
         var interactionNotAllowed = false
@@ -24,7 +27,7 @@ public final class AuthenticationContext: Sendable {
         var touchTimeout: Duration = .seconds(30)
         var biometryType: BiometryType = .none
         var invalidated = false
-        var inFlight: Task<any EngineGrant, any Error>?
+        var inFlight: Evaluation?
         /// The last success, kept only while the reuse window is open.
         var kept: (date: Date, grant: any EngineGrant)?
     }
@@ -77,7 +80,7 @@ public final class AuthenticationContext: Sendable {
     /// Ends the context: an evaluation in flight fails with `appCancel`;
     /// every later call fails with `invalidContext`. Drops a kept success.
     public func invalidate() {
-        let task = state.withLock { state -> Task<any EngineGrant, any Error>? in
+        let task = state.withLock { state -> Evaluation? in
             state.invalidated = true
             state.kept = nil
             return state.inFlight
@@ -111,26 +114,30 @@ public final class AuthenticationContext: Sendable {
     /// window, or a new authentication (a touch and/or the passcode).
     func grant(for access: AccessControl, reason: String) async throws(AuthenticationError) -> any EngineGrant {
         let engine = self.engine
-        let task: Task<any EngineGrant, any Error> = try state.withLock { (state) throws(AuthenticationError) in
+        let task: Evaluation = try state.withLock { (state) throws(AuthenticationError) in
             guard !state.invalidated else { throw .invalidContext }
             if let kept = state.kept {
                 if Date().timeIntervalSince(kept.date) > state.reuseDuration {
                     state.kept = nil  // expired: not kept any longer
                 } else if kept.grant.satisfies(access) {
-                    return Task { kept.grant }
+                    return Task { .success(kept.grant) }
                 }
             }
             let request = Calls.Authenticate(access, reason: reason, interactionNotAllowed: state.interactionNotAllowed,
                                              touchTimeout: state.touchTimeout)
             let interaction = state.interaction
-            let task = Task(executorPreference: engine.taskExecutor) { () async throws -> any EngineGrant in
-                try await engine.call(request, interaction: interaction)
+            let task = Task(executorPreference: engine.taskExecutor) { () async -> Result<any EngineGrant, AuthenticationError> in
+                do throws(AuthenticationError) {
+                    return .success(try await engine.call(request, interaction: interaction))
+                } catch {
+                    return .failure(error)
+                }
             }
             state.inFlight = task
             return task
         }
-        do {
-            let grant = try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        do throws(AuthenticationError) {
+            let grant = try await withTaskCancellationHandler { await task.value } onCancel: { task.cancel() }.get()
             state.withLock {
                 $0.inFlight = nil
                 // Kept only for reuse: with no window the grant goes with
@@ -141,8 +148,7 @@ public final class AuthenticationContext: Sendable {
         } catch {
             let cancelledByApp = state.withLock { state -> Bool in state.inFlight = nil; return state.invalidated }
             if cancelledByApp { throw .appCancel }
-            if error is CancellationError { throw .userCancel }
-            throw AuthenticationError(BackendFailure(error))
+            throw error
         }
     }
 

@@ -34,32 +34,6 @@ package enum BackendFailure: Error {
     /// An error that is public already.
     case authentication(AuthenticationError)
 
-    /// The one reading of an error whose type is not known here. The
-    /// backends throw typed errors (`TPMError`, `VaultError`,
-    /// `FingerprintError`), each read by its own initialiser below; an
-    /// untyped error still arrives where an engine body runs several
-    /// backends and its own checks in one closure (`keychain { }`,
-    /// `device { }`, `authentication { }` and the `try` sites they wrap in
-    /// Engine/*.swift, AuthenticationContext, GateStore): it is one of
-    /// those, or the engine's own `BackendFailure` or `AuthenticationError`,
-    /// the simulator's `SimulatorError`, or a task's `CancellationError`.
-    init(_ error: any Error) {
-        switch error {
-        case let failure as BackendFailure: self = failure
-        case let error as AuthenticationError: self = .authentication(error)
-        case let error as VaultError: self.init(vault: error)
-        case let error as TPMError: self.init(tpm: error)
-        case let error as FingerprintError: self.init(reader: error)
-        case let error as SimulatorError: self = .simulator(error)
-        case is CancellationError: self = .cancelled
-        default:
-            // None of the above throws anything else; should a Foundation
-            // error come through an engine body, the state on disk is what
-            // could not be used.
-            self = .storage(StorageFailure(.database, "\(error)"))
-        }
-    }
-
     package init(vault error: VaultError) {
         switch error {
         case .itemNotFound: self = .itemNotFound
@@ -181,19 +155,57 @@ extension DeviceError {
 
 }
 
-/// Runs `body` (on the caller's isolation), its errors read once
-/// (BackendFailure) and made public.
+/// Runs `body` (on the caller's isolation), its failure made public.
+/// A body reads each backend call's error as a `BackendFailure` where it
+/// arises (`try vaultCall(vault.add(...))`, `tpmCall`, `readerCall`,
+/// `simulatorCall`, `authenticationCall` below); the engine's own checks
+/// throw a `BackendFailure` directly.
 func keychain<R>(isolation: isolated (any Actor)? = #isolation,
-                 _ body: () async throws -> R) async throws(KeychainError) -> R {
-    do { return try await body() } catch { throw KeychainError(BackendFailure(error)) }
+                 _ body: () async throws(BackendFailure) -> R) async throws(KeychainError) -> R {
+    do throws(BackendFailure) { return try await body() } catch { throw KeychainError(error) }
 }
 
 func device<R>(isolation: isolated (any Actor)? = #isolation,
-               _ body: () async throws -> R) async throws(DeviceError) -> R {
-    do { return try await body() } catch { throw DeviceError(BackendFailure(error)) }
+               _ body: () async throws(BackendFailure) -> R) async throws(DeviceError) -> R {
+    do throws(BackendFailure) { return try await body() } catch { throw DeviceError(error) }
 }
 
 func authentication<R>(isolation: isolated (any Actor)? = #isolation,
-                       _ body: () async throws -> R) async throws(AuthenticationError) -> R {
-    do { return try await body() } catch { throw AuthenticationError(BackendFailure(error)) }
+                       _ body: () async throws(BackendFailure) -> R) async throws(AuthenticationError) -> R {
+    do throws(BackendFailure) { return try await body() } catch { throw AuthenticationError(error) }
+}
+
+// MARK: - One backend call, its error read
+
+/// A vault call, its error read as a `BackendFailure`.
+@discardableResult
+package func vaultCall<R>(_ body: @autoclosure () throws(VaultError) -> R) throws(BackendFailure) -> R {
+    do throws(VaultError) { return try body() } catch { throw BackendFailure(vault: error) }
+}
+
+/// A TPM call, its error read as a `BackendFailure`.
+@discardableResult
+package func tpmCall<R>(_ body: @autoclosure () throws(TPMError) -> R) throws(BackendFailure) -> R {
+    do throws(TPMError) { return try body() } catch { throw BackendFailure(tpm: error) }
+}
+
+/// A reader call (on the caller's isolation), its error read as a `BackendFailure`.
+@discardableResult
+package func readerCall<R>(isolation: isolated (any Actor)? = #isolation,
+                           _ body: @autoclosure () async throws(FingerprintError) -> R) async throws(BackendFailure) -> R {
+    do throws(FingerprintError) { return try await body() } catch { throw BackendFailure(reader: error) }
+}
+
+/// A use of the simulator the configuration names, its error kept.
+@discardableResult
+package func simulatorCall<R>(_ body: @autoclosure () throws(SimulatorError) -> R) throws(BackendFailure) -> R {
+    do throws(SimulatorError) { return try body() } catch { throw .simulator(error) }
+}
+
+/// A call that fails with a public authentication error already (the
+/// daemon's throttle, the person at the prompt), its error kept.
+@discardableResult
+package func authenticationCall<R>(isolation: isolated (any Actor)? = #isolation,
+                                   _ body: @autoclosure () async throws(AuthenticationError) -> R) async throws(BackendFailure) -> R {
+    do throws(AuthenticationError) { return try await body() } catch { throw .authentication(error) }
 }

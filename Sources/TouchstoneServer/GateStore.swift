@@ -22,7 +22,7 @@ package final class GateStore: Sendable {
     /// `uid`'s gate; created (on the TPM at `tcti`) for a user whose vault
     /// does not exist yet. A vault made before gates existed gets none.
     func gate(for uid: uid_t, vaultExists: Bool, tcti: String) throws(DeviceError) -> TPMGate? {
-        do {
+        do throws(VaultError) {
             if let stored = try database.firstRow("SELECT public, private, name, auth, pepper FROM gates WHERE uid = ?",
                                                   [.integer(Int64(uid))], { row -> TPMGate in
                 var auth = row.blob(3), pepper = row.blob(4)
@@ -31,19 +31,22 @@ package final class GateStore: Sendable {
             }) {
                 return stored
             }
-            guard !vaultExists else { return nil }
-            let gate = try TPM(tcti: tcti).createGate()
-            var auth = gate.authValue.withUnsafeBytes { Array($0) }
-            var pepper = gate.pepper.withUnsafeBytes { Array($0) }
-            defer { secureWipe(&auth); secureWipe(&pepper) }
+        } catch {
+            throw DeviceError(vault: error)
+        }
+        guard !vaultExists else { return nil }
+        let gate: TPMGate
+        do throws(TPMError) { gate = try TPM(tcti: tcti).createGate() } catch { throw DeviceError(tpm: error) }
+        var auth = gate.authValue.withUnsafeBytes { Array($0) }
+        var pepper = gate.pepper.withUnsafeBytes { Array($0) }
+        defer { secureWipe(&auth); secureWipe(&pepper) }
+        do throws(VaultError) {
             try database.query("INSERT INTO gates(uid, public, private, name, auth, pepper) VALUES(?, ?, ?, ?, ?, ?)",
                                [.integer(Int64(uid)), .blob(gate.publicArea), .blob(gate.privateArea), .blob(gate.name),
                                 .blob(auth), .blob(pepper)])
-            return gate
-        } catch let error as DeviceError {
-            throw error
         } catch {
-            throw DeviceError(backend: error)
+            throw DeviceError(vault: error)
         }
+        return gate
     }
 }

@@ -12,6 +12,11 @@ struct BackendFailureRow: Sendable, CustomTestStringConvertible {
         case tpm(TPMError)
         case vault(VaultError)
         case reader(FingerprintError)
+        /// The simulator the configuration names, unusable.
+        case simulator(SimulatorError)
+        /// A public error already (the daemon's throttle, the prompt, the
+        /// engine's own checks).
+        case authentication(AuthenticationError)
     }
 
     let backend: Backend
@@ -24,6 +29,8 @@ struct BackendFailureRow: Sendable, CustomTestStringConvertible {
         case .tpm(let error): "TPMError \(error)"
         case .vault(let error): "VaultError \(error)"
         case .reader(let error): "FingerprintError \(error)"
+        case .simulator(let error): "SimulatorError \(error)"
+        case .authentication(let error): "AuthenticationError \(error)"
         }
     }
 
@@ -32,6 +39,27 @@ struct BackendFailureRow: Sendable, CustomTestStringConvertible {
         case .tpm(let error): BackendFailure(tpm: error)
         case .vault(let error): BackendFailure(vault: error)
         case .reader(let error): BackendFailure(reader: error)
+        case .simulator(let error): .simulator(error)
+        case .authentication(let error): .authentication(error)
+        }
+    }
+
+    /// The same error read by the call helper an engine body wraps a
+    /// backend call in (`try vaultCall(vault.add(...))`); nil if it did not throw.
+    func failureThroughCall() async -> BackendFailure? {
+        func fail<E: Error>(_ error: E) throws(E) { throw error }
+        func failing<E: Error>(_ error: E) async throws(E) { throw error }
+        do throws(BackendFailure) {
+            switch backend {
+            case .tpm(let error): try tpmCall(fail(error))
+            case .vault(let error): try vaultCall(fail(error))
+            case .reader(let error): try await readerCall(await failing(error))
+            case .simulator(let error): try simulatorCall(fail(error))
+            case .authentication(let error): try await authenticationCall(await failing(error))
+            }
+            return nil
+        } catch {
+            return error
         }
     }
 }
@@ -163,28 +191,71 @@ private let readerRows: [BackendFailureRow] = {
     ]
 }()
 
+private let simulatorRows: [BackendFailureRow] = {
+    func unreachable(_ error: SimulatorError) -> BackendFailureRow {
+        let failure = TPMFailure(.unreachable, error.description)
+        return row(.simulator(error), .tpm(failure), .tpm(failure), .simulator(error))
+    }
+    return [
+        unreachable(.notInstalled("swtpm")),
+        unreachable(.stateFolderTooDeep(path: "/home/a/.touchstone/sim/reader.sock", limit: 107, longestHome: 80)),
+        unreachable(.didNotStart("swtpm exited")),
+    ]
+}()
+
+/// The engine's own public errors pass through unchanged.
+private let engineRows: [BackendFailureRow] = [
+    authenticating(.authentication(.passcodeNotSet), .passcodeNotSet),
+    authenticating(.authentication(.notInteractive), .notInteractive, keychain: .interactionNotAllowed),
+    authenticating(.authentication(.biometryLockout), .biometryLockout),
+    authenticating(.authentication(.biometryNotEnrolled), .biometryNotEnrolled),
+    authenticating(.authentication(.authenticationFailed), .authenticationFailed, keychain: .authFailed),
+    authenticating(.authentication(.userFallback), .userFallback, keychain: .userCanceled),
+    authenticating(.authentication(.passcodeLockout(retryAfterSeconds: 30)), .passcodeLockout(retryAfterSeconds: 30)),
+]
+
 @Suite("BackendFailure: every backend error, read once, as the three public errors")
 struct BackendFailureTests {
     @Test("a TPM error", arguments: tpmRows)
-    func tpm(_ row: BackendFailureRow) {
-        check(row)
+    func tpm(_ row: BackendFailureRow) async {
+        await check(row)
     }
 
     @Test("a vault error", arguments: vaultRows)
-    func vault(_ row: BackendFailureRow) {
-        check(row)
+    func vault(_ row: BackendFailureRow) async {
+        await check(row)
     }
 
     @Test("a fingerprint reader error", arguments: readerRows)
-    func reader(_ row: BackendFailureRow) {
-        check(row)
+    func reader(_ row: BackendFailureRow) async {
+        await check(row)
     }
 
-    private func check(_ row: BackendFailureRow) {
-        let failure = row.failure
-        #expect(AuthenticationError(failure) == row.authentication)
-        #expect(KeychainError(failure) == row.keychain)
-        #expect(DeviceError(failure) == row.device)
+    @Test("a simulator error", arguments: simulatorRows)
+    func simulator(_ row: BackendFailureRow) async {
+        await check(row)
+    }
+
+    @Test("an authentication error of the engine's own", arguments: engineRows)
+    func engine(_ row: BackendFailureRow) async {
+        await check(row)
+    }
+
+    /// The row's error read by its initialiser and by its call helper, and
+    /// (the daemon's own uses) as a device error directly.
+    private func check(_ row: BackendFailureRow) async {
+        let throughCall = await row.failureThroughCall()
+        #expect(throughCall != nil)
+        for failure in [row.failure] + (throughCall.map { [$0] } ?? []) {
+            #expect(AuthenticationError(failure) == row.authentication)
+            #expect(KeychainError(failure) == row.keychain)
+            #expect(DeviceError(failure) == row.device)
+        }
+        switch row.backend {
+        case .tpm(let error): #expect(DeviceError(tpm: error) == row.device)
+        case .vault(let error): #expect(DeviceError(vault: error) == row.device)
+        case .reader, .simulator, .authentication: break
+        }
     }
 
     /// Every case of the backends' errors has a row (counted by a switch
@@ -259,6 +330,7 @@ struct BackendFailureTests {
             case .tpm(let error): tpm.insert(tpmCase(error))
             case .vault(let error): vault.insert(vaultCase(error))
             case .reader(let error): reader.insert(readerCase(error))
+            case .simulator, .authentication: break
             }
         }
         #expect(tpm.count == 17)

@@ -1,4 +1,6 @@
 import TouchstoneSecure
+import TouchstoneTPM
+import TouchstoneVault
 
 /// What `touchstoned` lends a user's in-process engine (daemon mode only;
 /// the server module implements both): the user's passcode throttle and
@@ -110,7 +112,11 @@ extension InProcessEngine {
 }
 
 extension DeviceError {
-    /// What a backend error (the TPM's, the vault's, the reader's) means as
-    /// a device error, for the daemon's own uses of the backends.
-    package init(backend error: any Error) { self.init(BackendFailure(error)) }
+    /// What a vault (or its database's) error means as a device error, for
+    /// the daemon's own uses of the backends.
+    package init(vault error: VaultError) { self.init(BackendFailure(vault: error)) }
+
+    /// What a TPM error means as a device error, for the daemon's own uses
+    /// of the backends.
+    package init(tpm error: TPMError) { self.init(BackendFailure(tpm: error)) }
 }

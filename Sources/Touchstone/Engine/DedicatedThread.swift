@@ -64,10 +64,11 @@ package final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
 
     /// Runs `body` on the thread and returns its result to the caller, for
     /// blocking work outside an actor on this executor (opening the vault).
-    func run<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
-        try await withCheckedThrowingContinuation { continuation in
-            submit { continuation.resume(with: Result(catching: body)) }
+    func run<R: Sendable, E: Error>(_ body: @escaping @Sendable () throws(E) -> R) async throws(E) -> R {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<R, E>, Never>) in
+            submit { continuation.resume(returning: Result { () throws(E) -> R in try body() }) }
         }
+        return try result.get()
     }
 
     /// Gives the thread back for the next engine, once the work already

@@ -20,18 +20,22 @@ extension InProcessEngine {
 
     private func biometricAvailability() async -> Availability {
         if vault.isReadOnly { return .unavailable(reason: ReaderFailure.readOnlyVault.description) }
-        do {
+        do throws(VaultError) {
             if try vault.biometricFailures() >= AuthenticationContext.maximumBiometricFailures { return .lockedOut(.fingerprint) }
             if try vault.enrolledFingers().prints.isEmpty { return .notEnrolled(.fingerprint) }
-            _ = try await openReader()
-            return .available(.fingerprint)
         } catch {
             return .unavailable(reason: "\(error)")
         }
+        do throws(FingerprintError) {
+            _ = try await openReader()
+        } catch {
+            return .unavailable(reason: "\(error)")
+        }
+        return .available(.fingerprint)
     }
 
     package func domainState() async throws(AuthenticationError) -> Data? {
-        try await authentication { try vault.currentDomainState().map { Data($0) } }
+        try await authentication { () throws(BackendFailure) in try vaultCall(vault.currentDomainState()).map { Data($0) } }
     }
 
     package func grant(for access: AccessControl, reason: String,
@@ -43,15 +47,18 @@ extension InProcessEngine {
 
     package func authenticate(_ access: AccessControl, reason: String,
                               settings: ContextSettings) async throws(AuthenticationError) -> any EngineGrant {
-        try await authentication { InProcessGrant(try await proof(for: access, reason: reason, settings)) }
+        try await authentication { () async throws(BackendFailure) in
+            InProcessGrant(try await proof(for: access, reason: reason, settings))
+        }
     }
 
     /// A proof that satisfies `access`, obtained with a touch and/or the passcode.
-    private func proof(for access: AccessControl, reason: String, _ settings: ContextSettings) async throws -> VaultProof {
-        guard vault.isPasscodeSet else { throw AuthenticationError.passcodeNotSet }
+    private func proof(for access: AccessControl, reason: String,
+                       _ settings: ContextSettings) async throws(BackendFailure) -> VaultProof {
+        guard vault.isPasscodeSet else { throw .authentication(.passcodeNotSet) }
         let interaction = settings.interaction
         if settings.interactionNotAllowed || interaction == nil && access.allowsPasscode && !access.needsBiometry {
-            throw AuthenticationError.notInteractive
+            throw .authentication(.notInteractive)
         }
         if access.combination == .all && access.needsBiometry && access.allowsPasscode {
             try await matchFinger(reason: reason, passcodeAllowed: false, settings)
@@ -62,18 +69,23 @@ extension InProcessEngine {
             // fingers' store found altered leaves the passcode, where the
             // access allows it; where it does not, the match reports it.
             let enrolled = vault.isReadOnly ? nil
-                : access.allowsPasscode ? try? vault.enrolledFingers() : try vault.enrolledFingers()
-            let biometryUsable = try !vault.isReadOnly
-                && vault.biometricFailures() < AuthenticationContext.maximumBiometricFailures
-                && !(enrolled?.prints.isEmpty ?? true)
+                : access.allowsPasscode ? try? vault.enrolledFingers() : try vaultCall(vault.enrolledFingers())
+            let biometryUsable: Bool
+            if vault.isReadOnly {
+                biometryUsable = false
+            } else {
+                let failures = try vaultCall(vault.biometricFailures())
+                biometryUsable = failures < AuthenticationContext.maximumBiometricFailures && !(enrolled?.prints.isEmpty ?? true)
+            }
             if biometryUsable || !access.allowsPasscode {
-                do {
+                do throws(BackendFailure) {
                     if try await matchFinger(reason: reason, passcodeAllowed: access.allowsPasscode, settings, enrolled: enrolled) {
                         return VaultProof(biometricMatch: true)
                     }
-                } catch let failure where access.allowsPasscode && Self.isUnavailable(failure) {
+                } catch {
                     // No usable reader (none, busy): the passcode remains,
                     // as deviceOwnerAuthentication falls back on iOS.
+                    guard access.allowsPasscode && Self.isUnavailable(error) else { throw error }
                 }
             }
         }
@@ -82,8 +94,8 @@ extension InProcessEngine {
         return try await askPasscode(reason: reason, settings)
     }
 
-    private static func isUnavailable(_ error: any Error) -> Bool {
-        if case .biometryNotAvailable = AuthenticationError(BackendFailure(error)) { return true }
+    private static func isUnavailable(_ failure: BackendFailure) -> Bool {
+        if case .biometryNotAvailable = AuthenticationError(failure) { return true }
         return false
     }
 
@@ -92,16 +104,17 @@ extension InProcessEngine {
     /// `enrolled`: the live set, when the caller just read it.
     @discardableResult
     private func matchFinger(reason: String, passcodeAllowed: Bool, _ settings: ContextSettings,
-                             enrolled known: EnrolledFingers? = nil) async throws -> Bool {
-        if vault.isReadOnly { throw BackendFailure.readerUnavailable(.readOnlyVault) }
-        if try vault.biometricFailures() >= AuthenticationContext.maximumBiometricFailures {
-            throw AuthenticationError.biometryLockout
+                             enrolled known: EnrolledFingers? = nil) async throws(BackendFailure) -> Bool {
+        if vault.isReadOnly { throw .readerUnavailable(.readOnlyVault) }
+        if try vaultCall(vault.biometricFailures()) >= AuthenticationContext.maximumBiometricFailures {
+            throw .authentication(.biometryLockout)
         }
         // The live set, checked against the TPM's enrolment counter: only
         // prints an enrolment stored can match.
-        let enrolled = try known ?? vault.enrolledFingers()
-        if enrolled.prints.isEmpty { throw AuthenticationError.biometryNotEnrolled }
-        let session = try await openReader()
+        let enrolled: EnrolledFingers
+        if let known { enrolled = known } else { enrolled = try vaultCall(vault.enrolledFingers()) }
+        if enrolled.prints.isEmpty { throw .authentication(.biometryNotEnrolled) }
+        let session = try await readerCall(await openReader())
         let interaction = settings.interaction
         let timeout = settings.touchTimeout
         // Scan events come on libfprint's thread; the interaction gets
@@ -113,68 +126,75 @@ extension InProcessEngine {
             delivery.cancel()
         }
         enum Outcome: Sendable { case matched, noMatch, fallback }
-        let outcome = try await withThrowingTaskGroup(of: Outcome.self) { group in
+        // The first of the touch and the person's asking for the passcode;
+        // each task's failure read where it arises.
+        let first = await withTaskGroup(of: Result<Outcome, BackendFailure>.self,
+                                             returning: Result<Outcome, BackendFailure>?.self) { group in
             group.addTask {
-                let finger = try await session.match(among: enrolled.prints, timeout: timeout) { continuation.yield($0) }
-                return finger == nil ? .noMatch : .matched
+                do throws(FingerprintError) {
+                    let finger = try await session.match(among: enrolled.prints, timeout: timeout) { continuation.yield($0) }
+                    return .success(finger == nil ? .noMatch : .matched)
+                } catch {
+                    return .failure(BackendFailure(reader: error))
+                }
             }
             if let interaction {
                 group.addTask {
                     await interaction.waitForPasscodeRequest(reason: reason, passcodeAllowed: passcodeAllowed)
-                    try Task.checkCancellation()
-                    return .fallback
+                    return Task.isCancelled ? .failure(.cancelled) : .success(.fallback)
                 }
             }
             defer { group.cancelAll() }
-            guard let first = try await group.next() else { throw CancellationError() }
-            return first
+            return await group.next()
         }
-        switch outcome {
+        guard let first else { throw .cancelled }
+        switch try first.get() {
         case .matched:
-            try vault.resetBiometricFailures()
+            try vaultCall(vault.resetBiometricFailures())
             return true
         case .noMatch:
-            let failures = try vault.recordBiometricFailure()
-            throw failures >= AuthenticationContext.maximumBiometricFailures ? AuthenticationError.biometryLockout
-                                                                             : AuthenticationError.authenticationFailed
+            let failures = try vaultCall(vault.recordBiometricFailure())
+            throw .authentication(failures >= AuthenticationContext.maximumBiometricFailures ? .biometryLockout
+                                                                                              : .authenticationFailed)
         case .fallback:
-            guard passcodeAllowed else { throw AuthenticationError.userFallback }
+            guard passcodeAllowed else { throw .authentication(.userFallback) }
             return false
         }
     }
 
     /// Asks for the passcode and has the TPM check it. A success clears the
     /// biometric failure count and lockout.
-    private func askPasscode(reason: String, _ settings: ContextSettings) async throws -> VaultProof {
+    private func askPasscode(reason: String, _ settings: ContextSettings) async throws(BackendFailure) -> VaultProof {
         guard let interaction = settings.interaction, !settings.interactionNotAllowed else {
-            throw AuthenticationError.notInteractive
+            throw .authentication(.notInteractive)
         }
         // Daemon mode: refused at once while the user is throttled.
-        if let daemon { _ = try daemon.throttle.check() }
-        let typed = try await interaction.passcode(reason: reason)
-        let judgement = try admitTyped(typed)
+        if let daemon { _ = try await authenticationCall(daemon.throttle.check()) }
+        let typed = try await authenticationCall(await interaction.passcode(reason: reason))
+        let judgement = try await authenticationCall(admitTyped(typed))
         let auth = PasscodeAuth(passcode: typed)
         // Daemon mode: the user's last right passcode, warm, proves itself
         // with the key the TPM opened for it, while its record is unchanged.
         if let warm, let kept = warm.opened(for: typed),
-           let proof = try vault.passcodeProof(auth, opened: kept.secret, record: kept.record) {
-            try vault.resetBiometricFailures()
+           let proof = try vaultCall(vault.passcodeProof(auth, opened: kept.secret, record: kept.record)) {
+            try vaultCall(vault.resetBiometricFailures())
             settle(judgement, passcode: typed, right: true)
             return proof
         }
         let proof: VaultProof
-        do {
+        do throws(VaultError) {
             proof = try vault.verifyPasscode(auth)
         } catch {
-            if case .authenticationFailed = AuthenticationError(BackendFailure(error)) {
+            let failure = BackendFailure(vault: error)
+            if case .authenticationFailed = AuthenticationError(failure) {
                 settle(judgement, passcode: typed, right: false)
             }
-            throw error
+            throw failure
         }
         settle(judgement, passcode: typed, right: true)
-        try vault.resetBiometricFailures()
-        if let warm, let secret = try vault.openedPasscodeKey(in: proof) {
-            warm.remember(typed, secret: secret, record: try vault.passcodeKeyRecord())
+        try vaultCall(vault.resetBiometricFailures())
+        if let warm, let secret = try vaultCall(vault.openedPasscodeKey(in: proof)) {
+            warm.remember(typed, secret: secret, record: try vaultCall(vault.passcodeKeyRecord()))
         }
         return proof
     }

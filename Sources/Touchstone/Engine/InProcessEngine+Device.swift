@@ -10,9 +10,9 @@ extension InProcessEngine {
 
     package func setPasscode(_ passcode: SecureBytes) async throws(DeviceError) {
         daemon?.warm.forget()
-        try await device {
+        try await device { () throws(BackendFailure) in
             guard passcode.count > 0 else { throw BackendFailure.invalidInput("the passcode is empty") }
-            try vault.setPasscode(PasscodeAuth(passcode: passcode))
+            try vaultCall(vault.setPasscode(PasscodeAuth(passcode: passcode)))
         }
         daemon?.throttle.recordSuccess(passcode)
     }
@@ -20,9 +20,9 @@ extension InProcessEngine {
     package func changePasscode(from old: SecureBytes, to new: SecureBytes) async throws(DeviceError) {
         daemon?.warm.forget()
         try await throttled(old) { () async throws(DeviceError) in
-            try await device {
+            try await device { () throws(BackendFailure) in
                 guard new.count > 0 else { throw BackendFailure.invalidInput("the new passcode is empty") }
-                try vault.changePasscode(from: PasscodeAuth(passcode: old), to: PasscodeAuth(passcode: new))
+                try vaultCall(vault.changePasscode(from: PasscodeAuth(passcode: old), to: PasscodeAuth(passcode: new)))
             }
         }
         daemon?.throttle.recordSuccess(new)
@@ -36,10 +36,10 @@ extension InProcessEngine {
     }
 
     private func removingPasscode(_ passcode: SecureBytes) async throws(DeviceError) -> Int {
-        try await device {
+        try await device { () async throws(BackendFailure) in
             // The set as it was, for a match-on-chip reader's own copies.
             let enrolled = try? vault.enrolledFingers()
-            let deleted = try vault.removePasscode(PasscodeAuth(passcode: passcode))
+            let deleted = try vaultCall(vault.removePasscode(PasscodeAuth(passcode: passcode)))
             if let enrolled, let open = reader, open.session.reader.storesPrintsOnDevice,
                open.session.reader.identity == enrolled.reader {
                 for print in enrolled.prints { try? await open.session.deleteFromDevice(print) }
@@ -49,7 +49,7 @@ extension InProcessEngine {
     }
 
     package func enrolledFingers() async throws(DeviceError) -> [Finger] {
-        try await device { try vault.enrolledFingerNames() }
+        try await device { () throws(BackendFailure) in try vaultCall(vault.enrolledFingerNames()) }
     }
 
     /// Enrols `finger`: the passcode checked, the print captured, then the
@@ -64,18 +64,19 @@ extension InProcessEngine {
 
     private func enrolling(_ finger: Finger, passcode: SecureBytes, timeout: Duration,
                            events: @escaping @Sendable (ScanEvent) -> Void) async throws(DeviceError) {
-        try await device {
-            try vault.requireWritable()
-            let proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))
-            let current = try vault.enrolledFingers()
-            let session = try await openReader()
+        try await device { () async throws(BackendFailure) in
+            try vaultCall(vault.requireWritable())
+            let proof = try vaultCall(vault.verifyPasscode(PasscodeAuth(passcode: passcode)))
+            let current = try vaultCall(vault.enrolledFingers())
+            let session = try await readerCall(await openReader())
             if let recorded = current.reader, recorded != session.reader.identity {
                 throw BackendFailure.enrolledOnAnotherReader(recorded.description)
             }
             let existing = current.prints.first { $0.finger == finger }
-            let print = try await session.capture(finger, replacing: existing, timeout: timeout, events: events)
+            let print = try await readerCall(await session.capture(finger, replacing: existing, timeout: timeout,
+                                                                   events: events))
             let prints = current.prints.filter { $0.finger != finger } + [print]
-            try vault.changeFingers(to: prints, reader: session.reader.identity, proof: proof)
+            try vaultCall(vault.changeFingers(to: prints, reader: session.reader.identity, proof: proof))
         }
     }
 
@@ -87,21 +88,22 @@ extension InProcessEngine {
     }
 
     private func unenrolling(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {
-        try await device {
-            try vault.requireWritable()
-            let proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))
+        try await device { () async throws(BackendFailure) in
+            try vaultCall(vault.requireWritable())
+            let proof = try vaultCall(vault.verifyPasscode(PasscodeAuth(passcode: passcode)))
             let current: EnrolledFingers?
-            do {
+            do throws(VaultError) {
                 current = try vault.enrolledFingers()
-            } catch VaultError.fingersTampered where finger == nil {
+            } catch {
+                guard case .fingersTampered = error, finger == nil else { throw BackendFailure(vault: error) }
                 current = nil
             }
             if let current {
-                if let finger, !current.fingers.contains(finger) { throw FingerprintError.notEnrolled(finger) }
-                guard !current.prints.isEmpty else { throw FingerprintError.nothingEnrolled }
+                if let finger, !current.fingers.contains(finger) { throw BackendFailure(reader: .notEnrolled(finger)) }
+                guard !current.prints.isEmpty else { throw BackendFailure(reader: .nothingEnrolled) }
             }
             let remaining = current?.prints.filter { finger != nil && $0.finger != finger } ?? []
-            try vault.changeFingers(to: remaining, reader: current?.reader, proof: proof)
+            try vaultCall(vault.changeFingers(to: remaining, reader: current?.reader, proof: proof))
             // A match-on-chip reader's own copies: after the change, so a
             // failure here leaves a print no set names (never matched).
             if let current, let open = reader, open.session.reader.storesPrintsOnDevice,
@@ -114,7 +116,7 @@ extension InProcessEngine {
     // MARK: - Helpers
 
     /// The reader, opened (claimed) on first use.
-    func openReader() async throws -> ReaderSession {
+    func openReader() async throws(FingerprintError) -> ReaderSession {
         if let reader { return reader.session }
         let opened = try await ReaderConnection.open(readerTarget, user: configuration.user)
         if let raced = reader {

@@ -14,18 +14,19 @@ extension InProcessEngine {
     /// way in is closed (invalidated) or that do not decrypt are left out,
     /// and listed.
     func export(passcode: SecureBytes) async throws(DeviceError) -> VaultExport {
-        try await device {
-            var proof = try vault.verifyPasscode(PasscodeAuth(passcode: passcode))
+        try await device { () throws(BackendFailure) in
+            var proof = try vaultCall(vault.verifyPasscode(PasscodeAuth(passcode: passcode)))
             proof.biometricMatch = true
-            let fingers = try vault.enrolledFingers()
+            let fingers = try vaultCall(vault.enrolledFingers())
             var items: [(ItemAttributes, SecureBytes)] = []
             var leftOut: [ListedItem] = []
-            for listed in try vault.list() {
+            for listed in try vaultCall(vault.list()) {
                 guard listed.state == .ok, let attributes = listed.attributes else {
                     leftOut.append(listed)
                     continue
                 }
-                items.append((attributes, try vault.secret(service: attributes.service, account: attributes.account, proof: proof)))
+                items.append((attributes, try vaultCall(vault.secret(service: attributes.service, account: attributes.account,
+                                                                     proof: proof))))
             }
             return VaultExport(prints: fingers.prints, reader: fingers.reader, items: items, leftOut: leftOut)
         }
@@ -33,14 +34,15 @@ extension InProcessEngine {
 
     /// After an import: this vault only lists and opens from now on.
     func retire() async throws(DeviceError) {
-        try await device { try vault.retire() }
+        try await device { () throws(BackendFailure) in try vaultCall(vault.retire()) }
     }
 
     /// An import's prints, stored as this vault's enrolled set (an
     /// enrolment change, with the passcode).
     func importFingers(_ prints: [EnrolledPrint], reader: ReaderIdentity?, passcode: SecureBytes) async throws(DeviceError) {
-        try await device {
-            _ = try vault.changeFingers(to: prints, reader: reader, proof: VaultProof(passcode: PasscodeAuth(passcode: passcode)))
+        try await device { () throws(BackendFailure) in
+            let proof = VaultProof(passcode: PasscodeAuth(passcode: passcode))
+            _ = try vaultCall(vault.changeFingers(to: prints, reader: reader, proof: proof))
         }
     }
 }

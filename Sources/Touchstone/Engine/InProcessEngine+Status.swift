@@ -40,9 +40,10 @@ extension InProcessEngine {
                 status.vault.reason = error.description
                 let thread = DedicatedThread.make()
                 defer { thread.recycle() }
-                let reached = try? await thread.run { () throws -> Status.TPM in
+                let reached = try? await thread.run { () throws(BackendFailure) -> Status.TPM in
                     var tpmStatus = Status.TPM(available: false, tcti: configuration.tpm.description)
-                    describe(try TPM(tcti: try Backend.tcti(configuration)), into: &tpmStatus)
+                    let tcti = try Backend.tcti(configuration)
+                    describe(try tpmCall(TPM(tcti: tcti)), into: &tpmStatus)
                     return tpmStatus
                 }
                 status.tpm = reached ?? Status.TPM(available: false, tcti: configuration.tpm.description,
@@ -87,7 +88,7 @@ extension InProcessEngine {
 
     /// Whether the chosen reader is there and free, found without opening it.
     private static func readerStatus(_ configuration: Configuration) async -> Status.Reader {
-        do {
+        do throws(SimulatorError) {
             return await ReaderConnection.probe(try ReaderTarget(configuration, preparing: false),
                                                 selection: configuration.reader)
         } catch {

@@ -55,12 +55,12 @@ package actor InProcessEngine: Engine {
     /// warm passcode for the user.
     package static func open(_ configuration: Configuration, on thread: DedicatedThread = makeThread(),
                              gate: TPMGate? = nil, daemon: DaemonModeHooks? = nil) async throws(DeviceError) -> InProcessEngine {
-        do {
-            let backend = try await thread.run { try Backend(configuration, gate: gate) }
+        do throws(BackendFailure) {
+            let backend = try await thread.run { () throws(BackendFailure) -> Backend in try Backend(configuration, gate: gate) }
             return InProcessEngine(configuration: configuration, thread: thread, backend: backend, daemon: daemon)
         } catch {
             thread.recycle()
-            throw DeviceError(BackendFailure(error))
+            throw DeviceError(error)
         }
     }
 
@@ -89,13 +89,9 @@ struct Backend: Sendable {
         // show as a simulator that is not running.
         do throws(StorageFailure) { _ = try Vault.checkStateDirectory(configuration.home) } catch { throw .storage(error) }
         let tcti = try Self.tcti(configuration)
-        do throws(SimulatorError) { readerTarget = try ReaderTarget(configuration) } catch { throw .simulator(error) }
-        do throws(TPMError) { tpm = try TPM(tcti: tcti, gate: gate) } catch { throw BackendFailure(tpm: error) }
-        do throws(VaultError) {
-            vault = try Vault(home: configuration.home, tpm: tpm, user: configuration.user)
-        } catch {
-            throw BackendFailure(vault: error)
-        }
+        readerTarget = try simulatorCall(ReaderTarget(configuration))
+        tpm = try tpmCall(TPM(tcti: tcti, gate: gate))
+        vault = try vaultCall(Vault(home: configuration.home, tpm: tpm, user: configuration.user))
     }
 
     /// The TCTI string of the TPM `configuration` names. The simulator's
@@ -105,7 +101,7 @@ struct Backend: Sendable {
         case .tcti(let tcti): return tcti
         case .simulator:
             let simulator = configuration.simulator
-            do throws(SimulatorError) { try simulator.checkPaths() } catch { throw .simulator(error) }
+            try simulatorCall(simulator.checkPaths())
             guard simulator.status.running else {
                 throw BackendFailure.tpm(TPMFailure(.unreachable, "the simulator is not running (no swtpm for \(simulator.directory))"))
             }

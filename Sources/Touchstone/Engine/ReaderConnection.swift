@@ -56,7 +56,7 @@ struct ReaderConnection: Sendable {
     let claim: VirtualReaderClaim?
 
     /// Opens `target`'s reader, claimed, for `user`'s prints.
-    static func open(_ target: ReaderTarget, user: String) async throws -> ReaderConnection {
+    static func open(_ target: ReaderTarget, user: String) async throws(FingerprintError) -> ReaderConnection {
         var claim: VirtualReaderClaim?
         if case .virtual(let socket) = target {
             // libfprint's virtual reader takes its socket over from any
@@ -65,7 +65,7 @@ struct ReaderConnection: Sendable {
             claim = try VirtualReaderClaim(socket: socket)
         }
         let backend = target.makeBackend()
-        do {
+        do throws(FingerprintError) {
             let readers = try await backend.readers()
             guard let info = target.choose(among: readers) else { throw target.notFound(among: readers) }
             try await backend.open(info.identity)
@@ -96,7 +96,7 @@ struct ReaderConnection: Sendable {
     static func probe(_ target: ReaderTarget, selection: ReaderSelection) async -> Status.Reader {
         var status = Status.Reader(available: false, selection: selection.description)
         let backend = target.makeBackend()
-        do {
+        do throws(FingerprintError) {
             let readers = try await backend.readers()
             if let reader = target.choose(among: readers) {
                 status.id = reader.identity.description
