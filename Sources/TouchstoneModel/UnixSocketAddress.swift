@@ -39,7 +39,7 @@ extension OwnedDescriptor {
     /// The pid, uid and gid of the process on the other end of this Unix
     /// socket (SO_PEERCRED: who connected, as the kernel saw it at connect()).
     package borrowing func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
-        TouchstoneModel.peerCredentials(of: rawValue)
+        unixPeerCredentials(of: rawValue)
     }
 }
 
@@ -106,7 +106,7 @@ package func listenOnUnixSocket(_ path: String, mode: mode_t, backlog: Int32) ->
 
 /// The pid, uid and gid of the process on the other end of a Unix socket
 /// (SO_PEERCRED: who connected, as the kernel saw it at connect()).
-package func peerCredentials(of fd: Int32) -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
+package func unixPeerCredentials(of fd: Int32) -> (pid: pid_t, uid: uid_t, gid: gid_t)? {
     // struct ucred (pid, uid, gid), which Glibc's module leaves out.
     var credentials: (pid_t, uid_t, gid_t) = (0, 0, 0)
     var size = socklen_t(MemoryLayout.size(ofValue: credentials))

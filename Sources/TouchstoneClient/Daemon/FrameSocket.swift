@@ -42,7 +42,7 @@ package final class FrameSocket: Sendable {
 
     /// The peer's pid, uid and gid (SO_PEERCRED): who connected, as the
     /// kernel saw it at connect().
-    package func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? { TouchstoneModel.peerCredentials(of: fd) }
+    package func peerCredentials() -> (pid: pid_t, uid: uid_t, gid: gid_t)? { unixPeerCredentials(of: fd) }
 
     /// Runs `body` with a pidfd of the peer (SO_PEERPIDFD, Linux 6.5 and
     /// later), or nil where the kernel has none; the pidfd is closed after.
