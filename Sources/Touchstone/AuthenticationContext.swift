@@ -124,7 +124,7 @@ public final class AuthenticationContext: Sendable {
                 }
             }
             let request = Calls.Authenticate(access, reason: reason, interactionNotAllowed: state.interactionNotAllowed,
-                                             touchTimeout: state.touchTimeout)
+                                             touchTimeout: state.touchTimeout, reuse: state.reuseDuration)
             let interaction = state.interaction
             let task = Task(executorPreference: engine.taskExecutor) { () async -> Result<any EngineGrant, AuthenticationError> in
                 do throws(AuthenticationError) {

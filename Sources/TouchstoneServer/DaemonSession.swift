@@ -23,7 +23,7 @@ package final class DaemonSession: Sendable {
         var inFlight: Task<Void, Never>?
         var prompts: [UInt32: CheckedContinuation<(DaemonReply, [SecureBytes]), any Error>] = [:]
         var nextPrompt: UInt32 = 1
-        var grants: [UInt64: GrantReference] = [:]
+        var grants: [UInt64: HeldGrant] = [:]
     }
     private let state = Locked(State())
     private let busy = Atomic<Bool>(false)
@@ -164,20 +164,38 @@ package final class DaemonSession: Sendable {
     private func serve<R: EngineOperation>(_ operation: R.Type, _ frame: DaemonWire.Frame,
                                            interactive: Bool) async throws(DaemonWireError) -> DaemonWire.Frame {
         let request = try frame.decodeCarrying(RequestEnvelope<R>.self).request
-        let outcome = await carryOut(request, interactive: interactive)
-        log("\(R.logName): \(Self.summary(outcome))" + (request.reason.map { " (reason: \(Self.clean($0)))" } ?? ""))
+        let (outcome, opened) = await carryOut(request, interactive: interactive)
+        log("\(R.logName): \(Self.summary(outcome))" + (request.reason.map { " (reason: \(Self.clean($0)))" } ?? "")
+            + (opened.map { "; \(Self.clean($0))" } ?? ""))
         return try DaemonWire.Frame(response: outcome)
     }
 
-    private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool) async -> Outcome<R> {
+    /// Carries out `request` for this connection's user; with the
+    /// outcome, what it opened through a grant, for the log.
+    private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool) async -> (Outcome<R>, String?) {
         var request = request
+        var opened: String?
         if let presented = request.grant {
-            // Only a grant this connection holds proves anything.
-            guard let id = presented.id, let held = state.withLock({ $0.grants[id] }) else {
-                return .failure(R.Failure(.invalidContext))
+            switch take(presented.id) {
+            case .success(let (held, age)):
+                request.grant = held
+                opened = request.target.map { "opened \($0) through a grant made \(Int(age.rounded())) s before" }
+            case .failure(.notHeld):
+                // Only a grant this connection holds proves anything.
+                return (.failure(R.Failure(.invalidContext)), nil)
+            case .failure(.expired):
+                // Past its window: the next read needs a new authentication.
+                return (.failure(R.Failure(.notInteractive)), request.target.map { "a grant past its window presented for \($0)" })
             }
-            request.grant = held
+        } else if R.self == Calls.GetSecret.self {
+            opened = request.target.map { "read \($0)" }
         }
+        let outcome = await carryOut(request, interactive: interactive, reuse: request.grantReuse)
+        if case .success = outcome { return (outcome, opened) }
+        return (outcome, nil)
+    }
+
+    private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool, reuse: Double?) async -> Outcome<R> {
         let engine: InProcessEngine
         do {
             engine = try await server.users.engine(for: uid, gates: server.gates, throttle: server.gate)
@@ -198,7 +216,7 @@ package final class DaemonSession: Sendable {
         if R.releasesReader { await engine.close() }
         switch result {
         case .success(var response):
-            R.issue(&response) { keep(&$0) }
+            R.issue(&response) { keep(&$0, reuse: reuse ?? 0) }
             return .success(response)
         case .failure(let failure):
             return .failure(failure)
@@ -206,13 +224,50 @@ package final class DaemonSession: Sendable {
     }
 
     /// Keeps a grant the engine issued for this connection, under a new
-    /// random id that the client presents again.
-    private func keep(_ grant: inout GrantReference) {
-        grant.id = state.withLock { state -> UInt64 in
+    /// random id that the client presents again, for the reuse window it
+    /// asked (at most `GrantPolicy.longest`; 0: one use, within the
+    /// daemon's timeout). A connection holds at most
+    /// `GrantPolicy.perConnection`: beyond, the oldest goes.
+    private func keep(_ grant: inout GrantReference, reuse: Double) {
+        let now = PasscodeGate.clock()
+        let window = min(max(reuse, 0), GrantPolicy.longest)
+        let held = HeldGrant(reference: grant, issued: now,
+                             expires: now + (window > 0 ? window : server.settings.timeout.seconds), singleUse: window == 0)
+        let (id, evicted) = state.withLock { state -> (UInt64, Int) in
+            let before = state.grants.count
+            state.grants = state.grants.filter { $0.value.expires >= now }
+            var evicted = before - state.grants.count
+            while state.grants.count >= GrantPolicy.perConnection,
+                  let oldest = state.grants.min(by: { $0.value.issued < $1.value.issued })?.key {
+                state.grants[oldest] = nil
+                evicted += 1
+            }
             var id = UInt64.random(in: 1...UInt64.max)
             while state.grants[id] != nil { id = UInt64.random(in: 1...UInt64.max) }
-            state.grants[id] = grant
-            return id
+            state.grants[id] = held
+            return (id, evicted)
+        }
+        grant.id = id
+        if evicted > 0 { log("\(evicted) grant(s) expired or over the \(GrantPolicy.perConnection) a connection holds: dropped") }
+    }
+
+    enum GrantRefusal: Error { case notHeld, expired }
+
+    /// The grant `id` names on this connection, and how old it is; a
+    /// one-use grant is spent once taken, an expired one is dropped.
+    private func take(_ id: UInt64?) -> Result<(GrantReference, Double), GrantRefusal> {
+        guard let id else { return .failure(.notHeld) }
+        let now = PasscodeGate.clock()
+        return state.withLock { state in
+            guard let held = state.grants[id] else { return .failure(.notHeld) }
+            guard now <= held.expires else {
+                state.grants[id] = nil
+                return .failure(.expired)
+            }
+            // A one-use grant is spent: presented again, it is past its
+            // window (a new authentication is needed), then gone.
+            if held.singleUse { state.grants[id]?.expires = -.infinity }
+            return .success((held.reference, now - held.issued))
         }
     }
 

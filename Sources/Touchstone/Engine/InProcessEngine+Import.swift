@@ -39,8 +39,16 @@ extension InProcessEngine {
 
     /// An import's prints, stored as this vault's enrolled set (an
     /// enrolment change, with the passcode).
+    ///
+    /// Refused when the vault has enrolled fingers (or a fingers' store
+    /// found altered): an import must never replace a finger without a
+    /// touch, whoever holds the passcode and whatever the client checked.
     func importFingers(_ prints: [EnrolledPrint], reader: ReaderIdentity?, passcode: SecureBytes) async throws(DeviceError) {
         try await device { () throws(BackendFailure) in
+            guard try vaultCall(vault.enrolledFingers()).prints.isEmpty else {
+                throw .storage(StorageFailure(.stateFolder, "this vault has enrolled fingers; an import of fingers goes only into a vault with none",
+                                              fix: "unenroll them first (touchstone unenroll --all), or keep them"))
+            }
             let proof = VaultProof(passcode: PasscodeAuth(passcode: passcode))
             _ = try vaultCall(vault.changeFingers(to: prints, reader: reader, proof: proof))
         }

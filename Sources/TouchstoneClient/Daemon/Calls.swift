@@ -168,13 +168,19 @@ extension Calls {
         package var reasonText: String
         package var interactionNotAllowed: Bool
         package var touchTimeoutMilliseconds: Int
+        /// How long the grant is to be used again (the context's reuse
+        /// window, seconds; 0: for the one operation that asked).
+        package var reuseSeconds: Double
         package var reason: String? { reasonText }
+        package var grantReuse: Double? { reuseSeconds }
 
-        package init(_ access: AccessControl, reason: String, interactionNotAllowed: Bool, touchTimeout: Duration) {
+        package init(_ access: AccessControl, reason: String, interactionNotAllowed: Bool, touchTimeout: Duration,
+                     reuse: Double = 0) {
             self.access = access
             reasonText = reason
             self.interactionNotAllowed = interactionNotAllowed
             touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+            reuseSeconds = reuse
         }
 
         package static func issue(_ response: inout GrantReference, _ mark: (inout GrantReference) -> Void) { mark(&response) }
@@ -215,6 +221,7 @@ extension Calls {
         package typealias Response = WireSecret
         package typealias Failure = KeychainError
         package static let name = "get"
+        package var target: String? { "\(service) / \(account)" }
         package var service: String
         package var account: String
         package var grant: GrantReference?
@@ -233,6 +240,7 @@ extension Calls {
         package typealias Response = WireSecret
         package typealias Failure = KeychainError
         package static let name = "get-secret"
+        package var target: String? { "\(service) / \(account)" }
         package static let logName = "get"
         package var service: String
         package var account: String
@@ -253,6 +261,7 @@ extension Calls {
         package typealias Response = Done
         package typealias Failure = KeychainError
         package static let name = "update"
+        package var target: String? { "\(service) / \(account)" }
         package static let secretSlots = ["secret"]
         package var service: String
         package var account: String
@@ -374,6 +383,7 @@ extension Calls {
         package typealias Response = Opened
         package typealias Failure = KeychainError
         package static let name = "item-secret"
+        package var target: String? { "\(reference)" }
         package static let logName = "get"
         package var reference: ItemReference
         package var grant: GrantReference?
@@ -387,6 +397,7 @@ extension Calls {
         package typealias Response = Done
         package typealias Failure = KeychainError
         package static let name = "update-item"
+        package var target: String? { "\(reference)" }
         package static let logName = "update"
         package static let secretSlots = ["secret"]
         package var reference: ItemReference
@@ -463,6 +474,7 @@ extension Calls {
         package typealias Response = SSHSignature
         package typealias Failure = KeychainError
         package static let name = "ssh-sign"
+        package var target: String? { "ssh key \(name)" }
         package var name: String
         package var digest: [UInt8]
         package var grant: GrantReference?

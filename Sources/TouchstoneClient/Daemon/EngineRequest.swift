@@ -27,6 +27,13 @@ package protocol EngineRequest: Codable, Sendable {
     var grant: GrantReference? { get set }
     /// The reason shown to the person, for the daemon's log.
     var reason: String? { get }
+    /// What the operation opens with a grant (an item's service and
+    /// account, an ssh key's name), for the daemon's log; never a secret.
+    var target: String? { get }
+    /// For an operation that issues a grant: how long the client asks to
+    /// use it again (its context's reuse window, seconds). The daemon
+    /// bounds it (`GrantPolicy`).
+    var grantReuse: Double? { get }
     /// What a response that carries a grant does with it: the engine that
     /// made it names it (the daemon: keeps it under an id; the daemon
     /// engine: marks it as its connection's).
@@ -41,6 +48,8 @@ extension EngineRequest {
         set {}
     }
     package var reason: String? { nil }
+    package var target: String? { nil }
+    package var grantReuse: Double? { nil }
     package static func issue(_ response: inout Response, _ mark: (inout GrantReference) -> Void) {}
 }
 

@@ -1,0 +1,31 @@
+import TouchstoneClient
+
+/// How long a grant the daemon holds opens anything, and how many a
+/// connection holds: enforced here, whatever the client asks (the honest
+/// client library's own caps only mirror these).
+enum GrantPolicy {
+    /// The longest reuse window, after the touch or passcode that made the
+    /// grant (LocalAuthentication's maximum allowable reuse duration).
+    static let longest: Double = 300
+    /// The most live grants one connection holds; beyond, the oldest goes.
+    static let perConnection = 16
+}
+
+/// A grant the daemon keeps for one connection.
+struct HeldGrant: Sendable {
+    let reference: GrantReference
+    /// When it was made, on the daemon's clock (seconds).
+    let issued: Double
+    /// After this it opens nothing (a one-use grant, once used: at once).
+    var expires: Double
+    /// Made with no reuse window: it opens one operation, then is gone.
+    let singleUse: Bool
+}
+
+extension Duration {
+    /// The duration in seconds, as a Double.
+    var seconds: Double {
+        let (whole, fraction) = components
+        return Double(whole) + Double(fraction) / 1e18
+    }
+}
