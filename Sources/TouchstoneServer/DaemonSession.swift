@@ -78,6 +78,9 @@ package final class DaemonSession: Sendable {
             end()
             server.ended(self)
         }
+        /// The last request or answer to an open prompt: frames that are
+        /// neither do not keep an idle connection open.
+        var lastUseful = ContinuousClock.now
         while true {
             let frame: DaemonWire.Frame
             do {
@@ -96,6 +99,7 @@ package final class DaemonSession: Sendable {
             }
             switch frame.kind {
             case .request:
+                lastUseful = .now
                 guard !busy.exchange(true, ordering: .relaxed) else {
                     log("a second request while one is in flight; connection closed")
                     return
@@ -105,8 +109,15 @@ package final class DaemonSession: Sendable {
             case .reply:
                 guard let reply = try? frame.decode(DaemonReply.self),
                       let waiter = state.withLock({ $0.prompts.removeValue(forKey: reply.id) }) else {
-                    continue  // a reply to a prompt already cancelled
+                    // A reply to a prompt already cancelled (or to none):
+                    // ignored, and it does not count as activity.
+                    if !busy.load(ordering: .relaxed), ContinuousClock.now - lastUseful > server.settings.timeout {
+                        log("silent for \(server.settings.timeout) but for replies to no prompt: connection closed")
+                        return
+                    }
+                    continue
                 }
+                lastUseful = .now
                 waiter.resume(returning: (reply, frame.secrets))
             case .response, .prompt, .event, .cancel:
                 log("a \(frame.kind) frame from a client; connection closed")

@@ -129,14 +129,14 @@ struct DaemonGrantTests {
 /// The daemon's protocol spoken by hand: frames with a JSON control part
 /// written as text, secrets appended; answers read whole.
 final class RawClient {
-    private let connection: RawConnection
+    let connection: RawConnection
 
     init(_ path: String) throws { connection = try RawConnection(path) }
 
-    /// Sends a request frame (protocol version 2).
-    func send(_ control: String, secrets: [[UInt8]] = []) {
+    /// Sends a frame of `kind` (a request by default; protocol version 2).
+    func send(_ control: String, secrets: [[UInt8]] = [], kind: UInt8 = 1) {
         let bytes = Array(control.utf8)
-        var body: [UInt8] = [2, 1] + Self.bigEndian(bytes.count) + bytes
+        var body: [UInt8] = [2, kind] + Self.bigEndian(bytes.count) + bytes
         for secret in secrets { body += Self.bigEndian(secret.count) + secret }
         connection.send(Self.bigEndian(body.count) + body)
     }

@@ -95,38 +95,62 @@ package final class FrameSocket: Sendable {
     }
 
     /// Receives one frame. Waits for its first byte as long as
-    /// `keepWaiting` says (asked every `idle`; nil: forever), then at most
-    /// `stall` for each further part of it.
+    /// `keepWaiting` says (asked every `idle`; nil: forever); then the whole
+    /// frame must arrive within `stall` of that byte (a deadline for the
+    /// frame, not for each read: a byte now and then keeps nothing open).
+    /// The body's locked memory is taken as its bytes arrive, not as its
+    /// length announces.
     package func receive(idle: Duration?, stall: Duration,
                          keepWaiting: () -> Bool = { false }) throws(DaemonWireError) -> DaemonWire.Frame {
-        var header = [UInt8](repeating: 0, count: 4)
         while true {
-            let got: Result<Void, DaemonWireError> = header.withUnsafeMutableBytes { raw in
-                Result { () throws(DaemonWireError) in try read(into: raw, first: idle, rest: stall) }
+            do {
+                try wait(idle)
+                break
+            } catch .timedOut where keepWaiting() {
+                continue
             }
-            switch got {
-            case .success: break
-            case .failure(.timedOut) where keepWaiting(): continue
-            case .failure(let error): throw error
-            }
-            break
         }
-        let length = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
-        guard length <= DaemonWire.maximumBody else { throw .tooLarge(length) }
-        let body = SecureBytes(count: length)
-        let got: Result<Void, DaemonWireError> = body.withUnsafeMutableBytes { raw in
-            Result { () throws(DaemonWireError) in try read(into: raw, first: stall, rest: stall) }
+        let deadline = ContinuousClock.now + stall
+        var header = [UInt8](repeating: 0, count: 4)
+        let got: Result<Void, DaemonWireError> = header.withUnsafeMutableBytes { raw in
+            Result { () throws(DaemonWireError) in try read(into: raw, until: deadline) }
         }
         try got.get()
+        let length = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
+        guard length <= DaemonWire.maximumBody else { throw .tooLarge(length) }
+        var chunks: [SecureBytes] = []
+        var received = 0
+        while received < length {
+            let chunk = SecureBytes(count: min(length - received, Self.chunk))
+            let read: Result<Void, DaemonWireError> = chunk.withUnsafeMutableBytes { raw in
+                Result { () throws(DaemonWireError) in try self.read(into: raw, until: deadline) }
+            }
+            try read.get()
+            chunks.append(chunk)
+            received += chunk.count
+        }
+        let body = chunks.count == 1 ? chunks[0] : SecureBytes(count: length) { out in
+            var at = 0
+            for chunk in chunks {
+                chunk.withUnsafeBytes { bytes in
+                    if bytes.count > 0 { out.baseAddress!.advanced(by: at).copyMemory(from: bytes.baseAddress!, byteCount: bytes.count) }
+                }
+                at += chunk.count
+            }
+        }
         return try DaemonWire.Frame.parse(body)
     }
 
-    /// Fills `buffer`: the first byte within `first` (nil: no limit), each
-    /// later read within `rest`.
-    private func read(into buffer: UnsafeMutableRawBufferPointer, first: Duration?, rest: Duration) throws(DaemonWireError) {
+    /// How much of a body is read into one piece of locked memory at a time.
+    static let chunk = 64 << 10
+
+    /// Fills `buffer` before `deadline`.
+    private func read(into buffer: UnsafeMutableRawBufferPointer, until deadline: ContinuousClock.Instant) throws(DaemonWireError) {
         var at = 0
         while at < buffer.count {
-            try wait(at == 0 ? first : rest)
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { throw .timedOut }
+            try wait(left)
             let n: Int
             do {
                 n = try valueOrErrno(retryOnInterrupt: true) { Glibc.read(fd, buffer.baseAddress!.advanced(by: at), buffer.count - at) }
@@ -143,7 +167,7 @@ package final class FrameSocket: Sendable {
     }
 
     private func wait(_ limit: Duration?) throws(DaemonWireError) {
-        let milliseconds = limit.map { Int32(clamping: $0.wholeMilliseconds) } ?? -1
+        let milliseconds = limit.map { Int32(clamping: max($0.wholeMilliseconds, 1)) } ?? -1
         var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         let ready: Int32
         do {
