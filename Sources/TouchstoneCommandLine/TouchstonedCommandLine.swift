@@ -18,6 +18,8 @@ public enum TouchstonedCommandLine {
         public var socket: String?
         /// How long a client may stay silent, in seconds.
         public var timeout = 30.0
+        /// `--remove-user UID`: delete that uid's vault and gate, and exit.
+        public var removeUser: UInt32?
 
         public init() {}
     }
@@ -34,7 +36,7 @@ public enum TouchstonedCommandLine {
     }
 
     /// The usage line (the contract's synopsis).
-    public static let usage = "\(programName) [--home DIR] [--tpm TCTI] [--reader WHICH] [--sim] [--socket PATH] [--timeout SECONDS]"
+    public static let usage = "\(programName) [--home DIR] [--tpm TCTI] [--reader WHICH] [--sim] [--socket PATH] [--timeout SECONDS] | [--home DIR] --remove-user UID"
 
     static let options: [OptionDescription] = [
         OptionDescription(names: ["--home"], valueName: "dir",
@@ -51,6 +53,8 @@ public enum TouchstonedCommandLine {
         OptionDescription(names: ["--timeout"], valueName: "seconds",
                           help: "How long a client may stay silent: between requests, within a frame, before answering a passcode prompt, reading an answer (more than 0, at most 3600).",
                           defaultValue: "30"),
+        OptionDescription(names: ["--remove-user"], valueName: "uid",
+                          help: "Delete what the daemon holds for that uid (its vault, gate and passcode throttle) and exit: after the account was deleted, before its uid is given to someone else. Stop the daemon first."),
         OptionDescription(names: ["-h", "--help"], help: "Show help information."),
         OptionDescription(names: ["--version"], help: "Show the version."),
     ]
@@ -88,6 +92,10 @@ public enum TouchstonedCommandLine {
                         throw UsageError("--timeout needs seconds: more than 0, at most 3600, not \(Quote.value(text))")
                     }
                     options.timeout = seconds
+                case "--remove-user":
+                    let text = try value(name, inline: inline)
+                    guard let uid = UInt32(text) else { throw UsageError("--remove-user needs a uid (a number), not \(Quote.value(text))") }
+                    options.removeUser = uid
                 case "-h", "--help": return .help(text: help)
                 case "--version": return .version("\(programName) \(CommandLineParser.version)")
                 default:

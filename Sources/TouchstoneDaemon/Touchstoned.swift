@@ -27,6 +27,7 @@ struct Touchstoned {
         }
         signal(SIGPIPE, SIG_IGN)
         let home = URL(fileURLWithPath: options.home)
+        if let uid = options.removeUser { removeUser(uid, home: home) }
         do {
             try makeStateFolder(home.path)
         } catch {
@@ -92,6 +93,18 @@ struct Touchstoned {
         guard info.st_uid == geteuid() else { throw SetupError(description: "\(path) belongs to uid \(info.st_uid), not to this daemon's (\(geteuid()))") }
         guard info.st_mode & 0o077 == 0 else {
             throw SetupError(description: "\(path) is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))); chmod 700 it")
+        }
+    }
+
+    /// `--remove-user UID`: deletes that uid's vault, gate and throttle, and exits.
+    static func removeUser(_ uid: UInt32, home: URL) -> Never {
+        do {
+            let (account, folder) = try DaemonServer.removeUser(uid, home: home)
+            guard account != nil || folder else { fail("no vault for uid \(uid) in \(home.path)") }
+            print("removed uid \(uid)'s vault" + (account.map { " (made for the account '\($0)')" } ?? "") + " from \(home.path)")
+            exit(0)
+        } catch {
+            fail("cannot remove uid \(uid)'s vault from \(home.path): \(error)")
         }
     }
 

@@ -45,6 +45,8 @@ package final class DaemonServer: Sendable {
     let gate: PasscodeGate
     /// Every user's TPM gate.
     let gates: GateStore
+    /// The account each uid's vault was made for.
+    let accounts: AccountStore
     private let sessions = Locked<[ObjectIdentifier: DaemonSession]>([:])
     private let stopping = Atomic<Bool>(false)
     /// A pipe whose read end the accept loop watches beside the listener:
@@ -60,6 +62,7 @@ package final class DaemonServer: Sendable {
         let database = try SQLiteDatabase(path: settings.home.appendingPathComponent("daemon.sqlite").path)
         gate = try PasscodeGate(database: database)
         gates = try GateStore(database: database)
+        accounts = try AccountStore(database: database)
         do {
             wake = try OwnedDescriptor.pipe()
         } catch {
@@ -173,7 +176,11 @@ actor UserEngines {
     /// The engine of `uid`'s state folder, created 0700 on first use, with
     /// the user's gate (created with a new vault; a vault older than the
     /// gate opens without one).
-    func engine(for uid: uid_t, gates: GateStore, throttle: PasscodeGate) async throws(DeviceError) -> InProcessEngine {
+    func engine(for uid: uid_t, gates: GateStore, throttle: PasscodeGate, accounts: AccountStore) async throws(DeviceError) -> InProcessEngine {
+        // The uid is still the account its vault was made for (checked at
+        // every call: an account can be deleted and its uid reused while
+        // the daemon runs).
+        try accounts.check(uid, name: Self.name(of: uid))
         if let engine = engines[uid] { return engine }
         let configuration = configuration(for: uid)
         for path in [configuration.home.deletingLastPathComponent().path, configuration.home.path] {

@@ -209,7 +209,7 @@ package final class DaemonSession: Sendable {
     private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool, reuse: Double?) async -> Outcome<R> {
         let engine: InProcessEngine
         do {
-            engine = try await server.users.engine(for: uid, gates: server.gates, throttle: server.gate)
+            engine = try await server.users.engine(for: uid, gates: server.gates, throttle: server.gate, accounts: server.accounts)
         } catch {
             let configuration = await server.users.configuration(for: uid)
             if let answer = await R.unopened(configuration, readerChoice: server.settings.readerChoice) { return .success(answer) }
