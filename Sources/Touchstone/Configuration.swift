@@ -30,12 +30,19 @@ public struct Configuration: Sendable, Hashable {
 
     /// `engine` resolved now: `.automatic` is the daemon when its socket
     /// exists (the simulator's daemon, `sim/daemon.sock`, for the
-    /// simulator's TPM and reader; the system's otherwise), this process
-    /// otherwise.
+    /// simulator's TPM and reader; the system's otherwise); the daemon too,
+    /// reachable or not, when this state folder's vault was moved into it
+    /// or the machine's client settings say `engine=daemon`
+    /// (`DaemonSocket.required`); this process otherwise. Never a silent
+    /// fall back to an embedded vault where the daemon is the rule.
     public var resolvedEngine: EngineSelection {
         guard case .automatic = engine else { return engine }
-        let socket = DaemonSocket.automatic(home: home.path, simulated: tpm == .simulator && reader == .simulator)
-        return socket.map { .daemon(socket: $0) } ?? .embedded
+        let simulated = tpm == .simulator && reader == .simulator
+        if let socket = DaemonSocket.automatic(home: home.path, simulated: simulated)
+            ?? DaemonSocket.required(home: home.path, simulated: simulated) {
+            return .daemon(socket: socket)
+        }
+        return .embedded
     }
 
     /// The simulator's TPM and reader (`Simulator(home:)`), state in `home`.

@@ -75,6 +75,13 @@ extension TouchstoneDevice {
             _ = try? await daemon.call(Calls.RemovePasscode(passcode: passcode))
             throw error
         }
+        // From now on this state folder's automatic engine is the daemon,
+        // reachable or not: never the embedded vault again.
+        let marker = DaemonSocket.movedMarker(home: source.home.path)
+        if !FileManager.default.createFile(atPath: marker, contents: Data("moved into touchstoned by touchstone import\n".utf8),
+                                           attributes: [.posixPermissions: 0o600]) {
+            throw .storage(StorageFailure(.stateFolder, "imported, but \(marker) could not be written"))
+        }
         let fate: VaultImportReport.EmbeddedVault
         if removing {
             fate = try Self.remove(source.home)
