@@ -185,6 +185,9 @@ package final class DaemonSession: Sendable {
     /// outcome, what it opened through a grant, for the log.
     private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool) async -> (Outcome<R>, String?) {
         var request = request
+        // The reader is every user's: no request holds it waiting for a
+        // touch longer than the daemon's cap, whatever it asked.
+        request.capTouchTimeout(milliseconds: GrantPolicy.longestTouchMilliseconds)
         var opened: String?
         if let presented = request.grant {
             switch take(presented.id) {

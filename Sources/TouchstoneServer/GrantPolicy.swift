@@ -9,6 +9,9 @@ enum GrantPolicy {
     static let longest: Double = 300
     /// The most live grants one connection holds; beyond, the oldest goes.
     static let perConnection = 16
+    /// The longest wait for one touch a request may ask of the daemon's
+    /// reader (an enrolment waits this long for each of its touches).
+    static let longestTouchMilliseconds = 60_000
 }
 
 /// A grant the daemon keeps for one connection.

@@ -69,6 +69,7 @@ extension Calls {
         package typealias Response = Done
         package typealias Failure = DeviceError
         package static let name = "enroll"
+        package mutating func capTouchTimeout(milliseconds: Int) { timeoutMilliseconds = min(timeoutMilliseconds, milliseconds) }
         package static let secretSlots = ["passcode"]
         package var finger: Finger
         package var timeoutMilliseconds: Int
@@ -164,6 +165,7 @@ extension Calls {
         package typealias Response = GrantReference
         package typealias Failure = AuthenticationError
         package static let name = "authenticate"
+        package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
         package var access: AccessControl
         package var reasonText: String
         package var interactionNotAllowed: Bool
@@ -240,6 +242,7 @@ extension Calls {
         package typealias Response = WireSecret
         package typealias Failure = KeychainError
         package static let name = "get-secret"
+        package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
         package var target: String? { "\(service) / \(account)" }
         package static let logName = "get"
         package var service: String

@@ -34,6 +34,9 @@ package protocol EngineRequest: Codable, Sendable {
     /// use it again (its context's reuse window, seconds). The daemon
     /// bounds it (`GrantPolicy`).
     var grantReuse: Double? { get }
+    /// Caps how long the operation waits for each touch, where it waits
+    /// for any (the daemon's cap: its reader is every user's).
+    mutating func capTouchTimeout(milliseconds: Int)
     /// What a response that carries a grant does with it: the engine that
     /// made it names it (the daemon: keeps it under an id; the daemon
     /// engine: marks it as its connection's).
@@ -50,6 +53,7 @@ extension EngineRequest {
     package var reason: String? { nil }
     package var target: String? { nil }
     package var grantReuse: Double? { nil }
+    package mutating func capTouchTimeout(milliseconds: Int) {}
     package static func issue(_ response: inout Response, _ mark: (inout GrantReference) -> Void) {}
 }
 
