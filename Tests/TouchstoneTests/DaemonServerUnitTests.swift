@@ -168,6 +168,46 @@ struct DaemonServerUnitTests {
         #expect(throws: AuthenticationError.self) { try gate.admit(7, right) }
     }
 
+    @Test("the gate on a full disk (its database on a 1 MiB tmpfs, filled up): a wrong passcode is refused with the storage error, never admitted uncounted; with space again it is judged and counted")
+    func passcodeGateFullDisk() throws {
+        let folder = try makeTemporaryDirectory("tsgatefull")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        guard mount("tmpfs", folder, "tmpfs", 0, "size=1m,mode=0700") == 0 else {
+            throw RigFailure("mount tmpfs on \(folder): \(String(cString: strerror(errno))) (the test runs as root, as CI does)")
+        }
+        defer { umount2(folder, Int32(MNT_DETACH)) }
+        let clock = TestClock()
+        let gate = try PasscodeGate(database: try SQLiteDatabase(path: folder + "/daemon.sqlite"), now: { clock.now() })
+        let right = SecureBytes(copying: Array("right-passcode".utf8))
+        let wrong = SecureBytes(copying: Array("wrong-passcode".utf8))
+        gate.recordSuccess(7, right)
+        #expect(try gate.admit(7, wrong) == .wrong)
+
+        // Fill the disk.
+        let fill = folder + "/fill"
+        let fd = open(fill, O_WRONLY | O_CREAT, 0o600)
+        #expect(fd >= 0)
+        let block = [UInt8](repeating: 0, count: 4096)
+        while write(fd, block, block.count) > 0 {}
+        #expect(errno == ENOSPC)
+        close(fd)
+        do {
+            let admitted = try gate.admit(7, wrong)
+            Issue.record("admitted on a full disk: \(admitted)")
+        } catch {
+            guard case .storage(let failure) = error else {
+                Issue.record("not a storage error: \(error)")
+                return
+            }
+            #expect(failure.message.contains("cannot record passcode attempts"), "\(failure)")
+        }
+        #expect(gate.failures(7) == 1)
+
+        unlink(fill)
+        #expect(try gate.admit(7, wrong) == .wrong, "space again: judged")
+        #expect(gate.failures(7) == 2, "and counted")
+    }
+
     @Test("the NV-write rate limit: five passcode sets, changes or removes a minute per uid, the sixth refused with when to retry (the right passcode too), another uid not held; the window moves with the gate's clock")
     func passcodeGateNVRateLimit() throws {
         let folder = try makeTemporaryDirectory("tsgatenv")
