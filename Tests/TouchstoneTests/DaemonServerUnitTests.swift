@@ -39,7 +39,7 @@ struct DaemonServerUnitTests {
 
         for n in 1...PasscodeGate.freeTries {
             #expect(try gate.check(7) == n - 1)
-            let wait = gate.recordFailure(7)
+            let wait = try gate.recordFailure(7)
             #expect((wait != nil) == (n == PasscodeGate.freeTries), "try \(n) waits \(String(describing: wait))")
         }
         #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: UInt32(PasscodeGate.firstWait))) { try gate.check(7) }
@@ -48,19 +48,191 @@ struct DaemonServerUnitTests {
         #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: 1)) { try gate.check(7) }
         clock.advance(1)
         #expect(try gate.check(7) == PasscodeGate.freeTries, "the wait is over; the count stays")
-        #expect(gate.recordFailure(7) == PasscodeGate.firstWait * 2, "one more wrong doubles it")
+        #expect(try gate.recordFailure(7) == PasscodeGate.firstWait * 2, "one more wrong doubles it")
 
         // A new gate on the same database: the count and the wait stayed.
         let again = try PasscodeGate(database: database, now: { clock.now() })
         #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: UInt32(PasscodeGate.firstWait * 2))) { try again.check(7) }
         #expect(again.verify(7, right) == true, "the pepper is the database's")
-        for _ in 0..<30 { _ = again.recordFailure(7) }
-        #expect(again.recordFailure(7) == PasscodeGate.longestWait, "the wait stops growing at the longest")
+        for _ in 0..<30 { _ = try again.recordFailure(7) }
+        #expect(try again.recordFailure(7) == PasscodeGate.longestWait, "the wait stops growing at the longest")
 
         again.recordSuccess(7, right)
         #expect(try again.check(7) == 0, "a right passcode clears the count and the wait")
         again.forget(7)
         #expect(again.verify(7, right) == nil, "forget drops the verifier")
+    }
+
+    /// `count` attempts of `uid`'s with `passcode`, all at once from
+    /// threads of their own; how the gate answered each.
+    private func parallelAttempts(_ gate: PasscodeGate, _ uid: UInt32, _ passcode: SecureBytes,
+                                  count: Int) -> [Result<PasscodeAdmission, AuthenticationError>] {
+        final class Collected: Sendable {
+            let results = Mutex<[Result<PasscodeAdmission, AuthenticationError>]>([])
+        }
+        let collected = Collected()
+        let start = DispatchSemaphore(value: 0)
+        let done = DispatchGroup()
+        for _ in 0..<count {
+            done.enter()
+            Thread.detachNewThread {
+                start.wait()
+                let result = Result { () throws(AuthenticationError) in try gate.admit(uid, passcode) }
+                collected.results.withLock { $0.append(result) }
+                done.leave()
+            }
+        }
+        for _ in 0..<count { start.signal() }
+        done.wait()
+        return collected.results.withLock { $0 }
+    }
+
+    @Test("the gate, one step per attempt: 32 parallel wrong passcodes (verifier known) are judged exactly ten times, the rest throttled; 32 parallel ones the verifier cannot tell (the TPM decides) are let through at most ten times, each counted before it is let through; a refund gives an unjudged one back, a success clears; the right passcode is admitted before and after the wait")
+    func passcodeGateParallel() throws {
+        let folder = try makeTemporaryDirectory("tsgatepar")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let clock = TestClock()
+        let gate = try PasscodeGate(database: try SQLiteDatabase(path: folder + "/daemon.sqlite"), now: { clock.now() })
+        let right = SecureBytes(copying: Array("right-passcode".utf8))
+        let wrong = SecureBytes(copying: Array("wrong-passcode".utf8))
+        gate.recordSuccess(7, right)
+        #expect(try gate.admit(7, right) == .right(clearing: false), "the right passcode is admitted")
+
+        let judged = parallelAttempts(gate, 7, wrong, count: 32)
+        let wrongs = judged.filter { (try? $0.get()) == .wrong }.count
+        let throttled = judged.filter {
+            if case .failure(.passcodeThrottled) = $0 { return true } else { return false }
+        }.count
+        #expect(wrongs == PasscodeGate.freeTries, "judged \(wrongs) times: \(judged)")
+        #expect(wrongs + throttled == 32, "\(judged)")
+        #expect(gate.failures(7) == PasscodeGate.freeTries, "every judged one was counted")
+        #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: UInt32(PasscodeGate.firstWait))) {
+            try gate.admit(7, right)
+        }
+        clock.advance(PasscodeGate.firstWait)
+        #expect(try gate.admit(7, right) == .right(clearing: true), "after the wait the right one is admitted")
+        gate.clearFailures(7)
+
+        // No verifier (uid 8): the TPM decides, so each is counted as a
+        // failure before it is let through.
+        let undecided = parallelAttempts(gate, 8, wrong, count: 32)
+        let through = undecided.filter { (try? $0.get()) == .undecided }.count
+        #expect(through == PasscodeGate.freeTries, "let through \(through) times: \(undecided)")
+        #expect(gate.failures(8) == PasscodeGate.freeTries)
+        gate.refund(8)
+        #expect(gate.failures(8) == PasscodeGate.freeTries - 1, "a refund gives one back")
+        #expect(try gate.admit(8, right) == .undecided, "below the free tries again: the wait went with it")
+        gate.recordSuccess(8, right)
+        #expect(gate.failures(8) == 0, "the TPM's yes clears the count")
+        #expect(try gate.admit(8, right) == .right(clearing: false), "and records the verifier")
+    }
+
+    @Test("the gate fails closed: with the daemon's database refusing writes (query_only) an attempt is refused with a storage error naming the passcode attempts, never admitted uncounted, and the count is unchanged; reads failing (the table gone) refuse the check; writable again, attempts are judged and counted")
+    func passcodeGateFailsClosed() throws {
+        let folder = try makeTemporaryDirectory("tsgateclosed")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let clock = TestClock()
+        let database = try SQLiteDatabase(path: folder + "/daemon.sqlite")
+        let gate = try PasscodeGate(database: database, now: { clock.now() })
+        let right = SecureBytes(copying: Array("right-passcode".utf8))
+        let wrong = SecureBytes(copying: Array("wrong-passcode".utf8))
+        gate.recordSuccess(7, right)
+        #expect(try gate.admit(7, wrong) == .wrong)
+        #expect(gate.failures(7) == 1)
+
+        // Mid-way, the database refuses every write (as a read-only or full disk does).
+        try database.execute("PRAGMA query_only = 1")
+        for passcode in [wrong, right] {
+            do {
+                let admitted = try gate.admit(7, passcode)
+                Issue.record("admitted with the count unwritable: \(admitted)")
+            } catch {
+                guard case .storage(let failure) = error else {
+                    Issue.record("not a storage error: \(error)")
+                    continue
+                }
+                #expect(failure.message.contains("cannot record passcode attempts"), "\(failure)")
+            }
+        }
+        #expect(throws: AuthenticationError.self) { try gate.admit(8, wrong) }
+        #expect(throws: AuthenticationError.self) { try gate.recordFailure(7) }
+        #expect(throws: AuthenticationError.self) { try gate.reserveNVWrite(7) }
+        try database.execute("PRAGMA query_only = 0")
+        #expect(gate.failures(7) == 1, "nothing was half-written")
+        #expect(try gate.admit(7, wrong) == .wrong, "writable again: judged and counted")
+        #expect(gate.failures(7) == 2)
+
+        // The count cannot be read: the check refuses too.
+        try database.execute("DROP TABLE throttle")
+        #expect(throws: AuthenticationError.self) { try gate.check(7) }
+        #expect(throws: AuthenticationError.self) { try gate.admit(7, right) }
+    }
+
+    @Test("the gate on a full disk (its database on a 1 MiB tmpfs, filled up): a wrong passcode is refused with the storage error, never admitted uncounted; with space again it is judged and counted")
+    func passcodeGateFullDisk() throws {
+        let folder = try makeTemporaryDirectory("tsgatefull")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        guard mount("tmpfs", folder, "tmpfs", 0, "size=1m,mode=0700") == 0 else {
+            throw RigFailure("mount tmpfs on \(folder): \(String(cString: strerror(errno))) (the test runs as root, as CI does)")
+        }
+        defer { umount2(folder, Int32(MNT_DETACH)) }
+        let clock = TestClock()
+        let gate = try PasscodeGate(database: try SQLiteDatabase(path: folder + "/daemon.sqlite"), now: { clock.now() })
+        let right = SecureBytes(copying: Array("right-passcode".utf8))
+        let wrong = SecureBytes(copying: Array("wrong-passcode".utf8))
+        gate.recordSuccess(7, right)
+        #expect(try gate.admit(7, wrong) == .wrong)
+
+        // Fill the disk.
+        let fill = folder + "/fill"
+        let fd = open(fill, O_WRONLY | O_CREAT, 0o600)
+        #expect(fd >= 0)
+        let block = [UInt8](repeating: 0, count: 4096)
+        while write(fd, block, block.count) > 0 {}
+        #expect(errno == ENOSPC)
+        close(fd)
+        do {
+            let admitted = try gate.admit(7, wrong)
+            Issue.record("admitted on a full disk: \(admitted)")
+        } catch {
+            guard case .storage(let failure) = error else {
+                Issue.record("not a storage error: \(error)")
+                return
+            }
+            #expect(failure.message.contains("cannot record passcode attempts"), "\(failure)")
+        }
+        #expect(gate.failures(7) == 1)
+
+        unlink(fill)
+        #expect(try gate.admit(7, wrong) == .wrong, "space again: judged")
+        #expect(gate.failures(7) == 2, "and counted")
+    }
+
+    @Test("the NV-write rate limit: five passcode sets, changes or removes a minute per uid, the sixth refused with when to retry (the right passcode too), another uid not held; the window moves with the gate's clock")
+    func passcodeGateNVRateLimit() throws {
+        let folder = try makeTemporaryDirectory("tsgatenv")
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let clock = TestClock()
+        let gate = try PasscodeGate(database: try SQLiteDatabase(path: folder + "/daemon.sqlite"), now: { clock.now() })
+        let right = SecureBytes(copying: Array("right-passcode".utf8))
+        gate.recordSuccess(7, right)
+        gate.recordSuccess(8, right)
+        try gate.reserveNVWrite(7)
+        for n in 2...PasscodeGate.nvWrites {
+            clock.advance(1)
+            #expect(try gate.admit(7, right, writesNV: true) == .right(clearing: false), "NV write \(n)")
+        }
+        #expect(try gate.admit(7, right) == .right(clearing: false), "an operation that writes no NV is not held")
+        let wait = UInt32(PasscodeGate.nvWindow) - UInt32(PasscodeGate.nvWrites - 1)
+        #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: wait)) { try gate.admit(7, right, writesNV: true) }
+        #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: wait)) { try gate.reserveNVWrite(7) }
+        #expect(try gate.admit(8, right, writesNV: true) == .right(clearing: false), "another uid is not held")
+        #expect(gate.failures(7) == 0, "a refusal for NV wear is no wrong passcode")
+        clock.advance(Double(wait) - 1)
+        #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: 1)) { try gate.reserveNVWrite(7) }
+        clock.advance(1)
+        try gate.reserveNVWrite(7)
+        #expect(throws: AuthenticationError.passcodeThrottled(retryAfterSeconds: 1)) { try gate.reserveNVWrite(7) }
     }
 
     /// A server whose TPM is missing (every user's engine fails to open),

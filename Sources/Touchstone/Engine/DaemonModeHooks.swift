@@ -19,16 +19,37 @@ package struct DaemonModeHooks: Sendable {
     }
 }
 
+/// How the daemon's gate admitted one passcode attempt.
+package enum PasscodeAdmission: Sendable, Equatable {
+    /// The verifier (or the engine's warm passcode) knows it is right;
+    /// `clearing`: failures came before it.
+    case right(clearing: Bool)
+    /// The verifier knows it is wrong: counted already.
+    case wrong
+    /// No verifier yet (the TPM decides): counted as a failure already,
+    /// until the TPM's answer clears it (`recordSuccess`) or the TPM did
+    /// not judge it (`refund`).
+    case undecided
+}
+
 /// One user's passcode throttle and verifier in the daemon: every passcode
 /// the user gives is judged here before the TPM sees it, and its outcome
-/// recorded.
+/// recorded before the answer goes back.
 package protocol PasscodeThrottle: Sendable {
-    /// Throws while throttled; returns how many failures came before.
+    /// Throws while throttled (or `.storage` when the count cannot be
+    /// read); returns how many failures came before.
     func check() throws(AuthenticationError) -> Int
-    /// Whether `passcode` is right, when the verifier knows (nil: no
-    /// verifier yet; the TPM decides).
-    func verify(_ passcode: SecureBytes) -> Bool?
-    func recordFailure()
+    /// One attempt as one step: checked, judged, and (wrong or undecided)
+    /// a failure written, before it returns. `knownRight`: the engine
+    /// knows it right (its warm passcode). `writesNV`: the operation
+    /// writes the TPM's NV (its rate limit applies). Throws
+    /// `.passcodeThrottled`, or `.storage` when the daemon cannot record
+    /// the attempt (the attempt is refused).
+    func admit(_ passcode: SecureBytes, knownRight: Bool, writesNV: Bool) throws(AuthenticationError) -> PasscodeAdmission
+    /// Takes a slot of the NV-write rate limit (setting a passcode).
+    func reserveNVWrite() throws(AuthenticationError)
+    /// An undecided attempt the TPM did not judge: its failure given back.
+    func refund()
     /// A right passcode: failures cleared, the verifier made from it.
     func recordSuccess(_ passcode: SecureBytes)
     func clearFailures()
@@ -45,68 +66,71 @@ package protocol WarmPasscodeKeeping: Sendable {
 }
 
 extension InProcessEngine {
-    /// How the daemon judged a passcode typed at a prompt, before the TPM.
-    enum PasscodeJudgement {
-        /// The verifier (or the warm passcode) knows it is right; `clearing`:
-        /// failures came before it.
-        case right(clearing: Bool)
-        /// No verifier yet: the TPM's answer is recorded.
-        case undecided
-    }
-
-    /// Judges a passcode typed at a prompt (daemon mode): throws while
-    /// throttled or when the verifier knows it is wrong (counted). Nil in
-    /// embedded mode.
-    func admitTyped(_ passcode: SecureBytes) throws(AuthenticationError) -> PasscodeJudgement? {
+    /// Judges a passcode typed at a prompt (daemon mode), as one step of
+    /// the daemon's gate: throws while throttled, when the attempt cannot
+    /// be recorded, or when the verifier knows it is wrong (counted before
+    /// the answer). Nil in embedded mode.
+    func admitTyped(_ passcode: SecureBytes) throws(AuthenticationError) -> PasscodeAdmission? {
         guard let daemon else { return nil }
-        let earlier = try daemon.throttle.check()
         // The warm passcode is known right without Argon2id (the engine
         // then opens nothing with it that the TPM did not open for it).
-        if daemon.warm.opened(for: passcode) != nil { return .right(clearing: earlier > 0) }
-        switch daemon.throttle.verify(passcode) {
-        case false?:
-            daemon.throttle.recordFailure()
-            throw .authenticationFailed
-        case true?: return .right(clearing: earlier > 0)
-        case nil: return .undecided
-        }
+        let warm = daemon.warm.opened(for: passcode) != nil
+        let admission = try daemon.throttle.admit(passcode, knownRight: warm, writesNV: false)
+        if case .wrong = admission { throw .authenticationFailed }
+        return admission
     }
 
-    /// Records what the TPM made of a passcode `judgement` let through.
-    func settle(_ judgement: PasscodeJudgement?, passcode: SecureBytes, right: Bool) {
-        guard let daemon, let judgement else { return }
-        switch (judgement, right) {
-        case (.undecided, true): daemon.throttle.recordSuccess(passcode)
-        case (.undecided, false): daemon.throttle.recordFailure()
-        case (.right(clearing: true), true): daemon.throttle.clearFailures()
-        case (.right, _): break
+    /// Records what the TPM made of a passcode `admission` let through:
+    /// `right` true or false, nil when the TPM did not judge it.
+    func settle(_ admission: PasscodeAdmission?, passcode: SecureBytes, right: Bool?) {
+        guard let daemon, let admission else { return }
+        switch (admission, right) {
+        case (.undecided, true?): daemon.throttle.recordSuccess(passcode)
+        case (.undecided, false?): break // counted when admitted
+        case (.undecided, nil): daemon.throttle.refund()
+        case (.right(clearing: true), true?): daemon.throttle.clearFailures()
+        case (.right, _), (.wrong, _): break
         }
     }
 
     /// Runs `body`, an operation that the TPM checks `passcode` for, behind
-    /// the daemon's throttle and verifier (daemon mode): refused while
-    /// throttled; a passcode the verifier knows is wrong never reaches the
-    /// TPM; the TPM's judgement of one it could not tell is recorded.
-    func throttled<R>(_ passcode: SecureBytes, _ body: () async throws(DeviceError) -> R) async throws(DeviceError) -> R {
+    /// the daemon's throttle and verifier (daemon mode), admitted as one
+    /// step of the gate: refused while throttled or when the attempt cannot
+    /// be recorded; a passcode the verifier knows is wrong never reaches the
+    /// TPM; one it could not tell is counted until the TPM accepts it.
+    /// `writesNV`: the operation writes the TPM's NV (passcode change,
+    /// remove), rate-limited per uid.
+    func throttled<R>(_ passcode: SecureBytes, writesNV: Bool = false,
+                      _ body: () async throws(DeviceError) -> R) async throws(DeviceError) -> R {
         guard let daemon else { return try await body() }
-        let earlier: Int
+        let admission: PasscodeAdmission
         do {
-            earlier = try daemon.throttle.check()
+            admission = try daemon.throttle.admit(passcode, knownRight: false, writesNV: writesNV)
         } catch {
             throw .authentication(error)
         }
-        let known = daemon.throttle.verify(passcode)
-        if known == false {
-            daemon.throttle.recordFailure()
-            throw .authentication(.authenticationFailed)
-        }
+        if case .wrong = admission { throw .authentication(.authenticationFailed) }
         do {
             let result = try await body()
-            if known == nil { daemon.throttle.recordSuccess(passcode) } else if earlier > 0 { daemon.throttle.clearFailures() }
+            settle(admission, passcode: passcode, right: true)
             return result
         } catch {
-            if case .authentication(.authenticationFailed) = error, known == nil { daemon.throttle.recordFailure() }
+            if case .authentication(.authenticationFailed) = error {
+                settle(admission, passcode: passcode, right: false)
+            } else {
+                settle(admission, passcode: passcode, right: nil)
+            }
             throw error
+        }
+    }
+
+    /// Takes a slot of the daemon's NV-write rate limit (daemon mode).
+    func reserveNVWrite() throws(DeviceError) {
+        guard let daemon else { return }
+        do {
+            try daemon.throttle.reserveNVWrite()
+        } catch {
+            throw .authentication(error)
         }
     }
 }

@@ -188,6 +188,8 @@ extension InProcessEngine {
             let failure = BackendFailure(vault: error)
             if case .authenticationFailed = AuthenticationError(failure) {
                 settle(judgement, passcode: typed, right: false)
+            } else {
+                settle(judgement, passcode: typed, right: nil)
             }
             throw failure
         }

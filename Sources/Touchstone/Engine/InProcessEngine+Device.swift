@@ -9,6 +9,7 @@ extension InProcessEngine {
     package func passcodeIsSet() async throws(DeviceError) -> Bool { vault.isPasscodeSet }
 
     package func setPasscode(_ passcode: SecureBytes) async throws(DeviceError) {
+        try reserveNVWrite()
         daemon?.warm.forget()
         try await device { () throws(BackendFailure) in
             guard passcode.count > 0 else { throw BackendFailure.invalidInput("the passcode is empty") }
@@ -19,7 +20,7 @@ extension InProcessEngine {
 
     package func changePasscode(from old: SecureBytes, to new: SecureBytes) async throws(DeviceError) {
         daemon?.warm.forget()
-        try await throttled(old) { () async throws(DeviceError) in
+        try await throttled(old, writesNV: true) { () async throws(DeviceError) in
             try await device { () throws(BackendFailure) in
                 guard new.count > 0 else { throw BackendFailure.invalidInput("the new passcode is empty") }
                 try vaultCall(vault.changePasscode(from: PasscodeAuth(passcode: old), to: PasscodeAuth(passcode: new)))
@@ -30,7 +31,9 @@ extension InProcessEngine {
 
     package func removePasscode(_ passcode: SecureBytes) async throws(DeviceError) -> Int {
         daemon?.warm.forget()
-        let removed = try await throttled(passcode) { () async throws(DeviceError) in try await removingPasscode(passcode) }
+        let removed = try await throttled(passcode, writesNV: true) { () async throws(DeviceError) in
+            try await removingPasscode(passcode)
+        }
         daemon?.throttle.forget()
         return removed
     }
