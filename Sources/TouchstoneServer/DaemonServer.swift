@@ -153,6 +153,8 @@ struct DaemonLog: Sendable {
 actor UserEngines {
     let settings: DaemonServer.Settings
     private var engines: [uid_t: InProcessEngine] = [:]
+    /// Engines being opened, so that two first calls of a uid share one.
+    private var opening: [uid_t: Task<Result<InProcessEngine, DeviceError>, Never>] = [:]
     /// Each user's warm passcode (`WarmPasscode`), shared by the engine and
     /// the sessions' passcode checks.
     nonisolated let warm = WarmPasscodes()
@@ -182,6 +184,21 @@ actor UserEngines {
         // the daemon runs).
         try accounts.check(uid, name: Self.name(of: uid))
         if let engine = engines[uid] { return engine }
+        // One engine per uid: a second first call waits for the open in
+        // flight (the actor is free while an engine opens).
+        if let pending = opening[uid] { return try await pending.value.get() }
+        let task = Task { () async -> Result<InProcessEngine, DeviceError> in
+            do throws(DeviceError) { return .success(try await self.open(uid, gates: gates, throttle: throttle)) } catch { return .failure(error) }
+        }
+        opening[uid] = task
+        defer { opening[uid] = nil }
+        let engine = try await task.value.get()
+        engines[uid] = engine
+        return engine
+    }
+
+    /// Opens `uid`'s engine: its folder made, its gate, the daemon's hooks.
+    private func open(_ uid: uid_t, gates: GateStore, throttle: PasscodeGate) async throws(DeviceError) -> InProcessEngine {
         let configuration = configuration(for: uid)
         for path in [configuration.home.deletingLastPathComponent().path, configuration.home.path] {
             do {
@@ -195,9 +212,7 @@ actor UserEngines {
             atPath: configuration.home.appendingPathComponent("vault.sqlite").path), tcti: tcti)
         let hooks = DaemonModeHooks(throttle: UserThrottle(gate: throttle, uid: uid), warm: warm.of(uid),
                                     readerChoice: settings.readerChoice)
-        let engine = try await InProcessEngine.open(configuration, gate: gate, daemon: hooks)
-        engines[uid] = engine
-        return engine
+        return try await InProcessEngine.open(configuration, gate: gate, daemon: hooks)
     }
 
     /// The login name of `uid`, or `uid-N` (prints are labelled with it).
