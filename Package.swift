@@ -101,7 +101,8 @@ let package = Package(
         // What a client of the daemon needs and nothing of the backends: the
         // interaction protocol, the terminal's interaction, the daemon's wire
         // protocol.
-        .target(name: "TouchstoneClient", dependencies: ["TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure"]),
+        .target(name: "TouchstoneClient", dependencies: ["TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure"],
+                swiftSettings: testSupport),
         // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
         // own, names, exported objects, signals, calls (the D-Bus front ends).
         .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure", "TouchstoneGLib"]),
