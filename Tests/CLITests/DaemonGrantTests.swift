@@ -13,12 +13,8 @@ struct DaemonGrantTests {
         try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
             defer { rig.close() }
-            let clock = rig.root + "/clock"
-            func advance(_ seconds: Double) throws {
-                let now = Double((try? String(contentsOfFile: clock, encoding: .utf8)) ?? "0") ?? 0
-                try "\(now + seconds)".write(toFile: clock, atomically: false, encoding: .utf8)
-                #expect(chmod(clock, 0o644) == 0)
-            }
+            let clock = rig.clockFile
+            func advance(_ seconds: Double) throws { try rig.advanceClock(seconds) }
             try advance(0)
             try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_CLOCK_FILE": clock])
 

@@ -228,6 +228,21 @@ final class DaemonRig {
         }
     }
 
+    // MARK: - The daemon's clock (debug builds)
+
+    /// The file the daemon reads its clock's offset from
+    /// (TOUCHSTONE_TEST_CLOCK_FILE): a test moves time on instead of
+    /// sleeping through it.
+    var clockFile: String { root + "/clock" }
+
+    /// Moves the daemon's clock on by `seconds` (0: makes the file).
+    func advanceClock(_ seconds: Double) throws {
+        let now = Double((try? String(contentsOfFile: clockFile, encoding: .utf8)) ?? "0") ?? 0
+        try "\(now + seconds)".write(toFile: clockFile, atomically: false, encoding: .utf8)
+        // The daemon's user reads it, whatever this process's umask.
+        guard chmod(clockFile, 0o644) == 0 else { throw RigFailure("chmod \(clockFile) failed") }
+    }
+
     // MARK: - The end
 
     func close() {

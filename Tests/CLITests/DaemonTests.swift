@@ -459,13 +459,8 @@ struct DaemonThrottleTests {
             let rig = try DaemonRig(startDaemon: false)
             defer { rig.close() }
             // The daemon's clock (debug builds): moved on by the test instead of slept through.
-            let clock = rig.root + "/clock"
-            func advance(_ seconds: Double) throws {
-                let now = Double((try? String(contentsOfFile: clock, encoding: .utf8)) ?? "0") ?? 0
-                try "\(now + seconds)".write(toFile: clock, atomically: false, encoding: .utf8)
-                // The daemon's user reads it, whatever this process's umask.
-                #expect(chmod(clock, 0o644) == 0)
-            }
+            let clock = rig.clockFile
+            func advance(_ seconds: Double) throws { try rig.advanceClock(seconds) }
             try advance(0)
             let environment = ["TOUCHSTONE_TEST_CLOCK_FILE": clock]
             try rig.startDaemon(extraEnvironment: environment)

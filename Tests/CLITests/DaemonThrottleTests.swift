@@ -6,7 +6,7 @@ import TouchstoneServer
 import TouchstoneSimulator
 
 /// The throttle as one step per uid, against the daemon as outside client
-/// processes speak to it (issue 22, item 3).
+/// processes speak to it.
 extension DaemonThrottleTests {
     @Test("32 wrong passcodes at once, from 32 client processes: judged exactly ten times (exit 2), the rest refused as throttled (exit 12), the TPM saw none; the right passcode opens before, is refused during the wait and opens after it")
     func parallelWrongPasscodes() async throws {
@@ -14,12 +14,8 @@ extension DaemonThrottleTests {
             let rig = try DaemonRig(startDaemon: false)
             defer { rig.close() }
             // The daemon's clock (debug builds): moved on by the test instead of slept through.
-            let clock = rig.root + "/clock"
-            func advance(_ seconds: Double) throws {
-                let now = Double((try? String(contentsOfFile: clock, encoding: .utf8)) ?? "0") ?? 0
-                try "\(now + seconds)".write(toFile: clock, atomically: false, encoding: .utf8)
-                #expect(chmod(clock, 0o644) == 0)
-            }
+            let clock = rig.clockFile
+            func advance(_ seconds: Double) throws { try rig.advanceClock(seconds) }
             try advance(0)
             try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_CLOCK_FILE": clock])
             let alice = rig.alice
@@ -55,12 +51,8 @@ extension DaemonThrottleTests {
         try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
             defer { rig.close() }
-            let clock = rig.root + "/clock"
-            func advance(_ seconds: Double) throws {
-                let now = Double((try? String(contentsOfFile: clock, encoding: .utf8)) ?? "0") ?? 0
-                try "\(now + seconds)".write(toFile: clock, atomically: false, encoding: .utf8)
-                #expect(chmod(clock, 0o644) == 0)
-            }
+            let clock = rig.clockFile
+            func advance(_ seconds: Double) throws { try rig.advanceClock(seconds) }
             try advance(0)
             let environment = ["TOUCHSTONE_TEST_CLOCK_FILE": clock]
             try rig.startDaemon(extraEnvironment: environment)
@@ -106,9 +98,8 @@ extension DaemonThrottleTests {
         try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
             defer { rig.close() }
-            let clock = rig.root + "/clock"
-            try "0".write(toFile: clock, atomically: false, encoding: .utf8)
-            #expect(chmod(clock, 0o644) == 0)
+            let clock = rig.clockFile
+            try rig.advanceClock(0)
             try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_CLOCK_FILE": clock])
             let (alice, bob) = (rig.alice, rig.bob)
             try rig.setUp(alice)
