@@ -182,18 +182,18 @@ package final class DaemonSession: Sendable {
     }
 
     /// Carries out `request` for this connection's user; with the
-    /// outcome, what it opened through a grant, for the log.
+    /// outcome, for the log, what it opened (its target) and through what.
     private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool) async -> (Outcome<R>, String?) {
         var request = request
         // The reader is every user's: no request holds it waiting for a
         // touch longer than the daemon's cap, whatever it asked.
         request.capTouchTimeout(milliseconds: GrantPolicy.longestTouchMilliseconds)
-        var opened: String?
+        var through = ""
         if let presented = request.grant {
             switch take(presented.id) {
             case .success(let (held, age)):
                 request.grant = held
-                opened = request.target.map { "opened \($0) through a grant made \(Int(age.rounded())) s before" }
+                through = " through a grant made \(Int(age.rounded())) s before"
             case .failure(.notHeld):
                 // Only a grant this connection holds proves anything.
                 return (.failure(R.Failure(.invalidContext)), nil)
@@ -201,15 +201,13 @@ package final class DaemonSession: Sendable {
                 // Past its window: the next read needs a new authentication.
                 return (.failure(R.Failure(.notInteractive)), request.target.map { "a grant past its window presented for \($0)" })
             }
-        } else if R.self == Calls.GetSecret.self {
-            opened = request.target.map { "read \($0)" }
         }
-        let outcome = await carryOut(request, interactive: interactive, reuse: request.grantReuse)
-        if case .success = outcome { return (outcome, opened) }
-        return (outcome, nil)
+        let outcome = await perform(request, interactive: interactive)
+        guard case .success = outcome else { return (outcome, nil) }
+        return (outcome, request.target.map { "opened \($0)" + through })
     }
 
-    private func carryOut<R: EngineOperation>(_ request: R, interactive: Bool, reuse: Double?) async -> Outcome<R> {
+    private func perform<R: EngineOperation>(_ request: R, interactive: Bool) async -> Outcome<R> {
         let engine: InProcessEngine
         do {
             engine = try await server.users.engine(for: uid, gates: server.gates, throttle: server.gate, accounts: server.accounts)
@@ -230,7 +228,7 @@ package final class DaemonSession: Sendable {
         if R.releasesReader { await engine.close() }
         switch result {
         case .success(var response):
-            R.issue(&response) { keep(&$0, reuse: reuse ?? 0) }
+            R.issue(&response) { keep(&$0, reuse: request.grantReuse ?? 0) }
             return .success(response)
         case .failure(let failure):
             return .failure(failure)
@@ -246,7 +244,7 @@ package final class DaemonSession: Sendable {
         let now = PasscodeGate.clock()
         let window = min(max(reuse, 0), GrantPolicy.longest)
         let held = HeldGrant(reference: grant, issued: now,
-                             expires: now + (window > 0 ? window : server.settings.timeout.seconds), singleUse: window == 0)
+                             expires: now + (window > 0 ? window : Double(server.settings.timeout.wholeMilliseconds) / 1000), singleUse: window == 0)
         let (id, evicted) = state.withLock { state -> (UInt64, Int) in
             let before = state.grants.count
             state.grants = state.grants.filter { $0.value.expires >= now }
@@ -288,17 +286,8 @@ package final class DaemonSession: Sendable {
     private static func summary<R: EngineRequest>(_ outcome: Outcome<R>) -> String {
         switch outcome {
         case .success: "ok"
-        case .failure(let error): "failed: \(Self.message(of: error) ?? "cancelled")"
+        case .failure(let error): "failed: \(error.message ?? "cancelled")"
         case .refused(let why): "refused: \(why)"
-        }
-    }
-
-    private static func message(of error: any EngineFailure) -> String? {
-        switch error {
-        case let e as DeviceError: e.message
-        case let e as KeychainError: e.message
-        case let e as AuthenticationError: e.message
-        default: "\(error)"
         }
     }
 

@@ -24,11 +24,3 @@ struct HeldGrant: Sendable {
     /// Made with no reuse window: it opens one operation, then is gone.
     let singleUse: Bool
 }
-
-extension Duration {
-    /// The duration in seconds, as a Double.
-    var seconds: Double {
-        let (whole, fraction) = components
-        return Double(whole) + Double(fraction) / 1e18
-    }
-}

@@ -93,7 +93,7 @@ extension DaemonThrottleTests {
         }
     }
 
-    @Test("passcode set, change and remove with the right passcode are at most five a minute per user: the set and four changes work, the fifth change is refused with exit 12 (and so is a remove), bob is not held; after the minute the change works")
+    @Test("passcode set, change and remove with the right passcode are at most five a minute per user: the set and four changes work, the fifth change is refused with exit 12 (and so are a remove and an unenroll), bob is not held; after the minute the change works")
     func nvWriteRateLimit() async throws {
         try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
@@ -103,6 +103,8 @@ extension DaemonThrottleTests {
             try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_CLOCK_FILE": clock])
             let (alice, bob) = (rig.alice, rig.bob)
             try rig.setUp(alice)
+            // A finger (enrolment, which needs touches, is not limited), for the unenroll below.
+            try rig.setUpFinger(alice, "right-index-finger", as: "alice-finger")
             func change(_ user: TestUser, _ from: String, _ to: String) -> CLIResult {
                 rig.run(user, ["passcode", "change", "--passcode-fd", "0"], stdin: CLISandbox.line(from) + CLISandbox.line(to))
             }
@@ -116,6 +118,9 @@ extension DaemonThrottleTests {
             #expect(refused.stderr.contains("try again in"), "\(refused.stderr)")
             let remove = rig.run(alice, ["passcode", "remove", "--yes", "--passcode-fd", "0"], stdin: CLISandbox.line("fifth"))
             #expect(remove.code == 12, "\(remove.stderr)")
+            // Unenroll writes the enrolment counter with the passcode alone: the same limit.
+            let unenroll = rig.run(alice, ["unenroll", "--all", "--passcode-fd", "0"], stdin: CLISandbox.line("fifth"))
+            #expect(unenroll.code == 12, "\(unenroll.stderr)")
             try rig.setUp(bob)
             #expect(change(bob, Self.passcode, "bob-second").code == 0, "bob is not held by alice's changes")
             try "\(PasscodeGate.nvWindow)".write(toFile: clock, atomically: false, encoding: .utf8)

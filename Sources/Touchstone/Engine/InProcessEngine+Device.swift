@@ -87,7 +87,7 @@ extension InProcessEngine {
     /// altered, only every finger can be unenrolled: that is how the
     /// passcode's owner starts again.
     package func unenroll(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {
-        try await throttled(passcode) { () async throws(DeviceError) in try await unenrolling(finger, passcode: passcode) }
+        try await throttled(passcode, writesNV: true) { () async throws(DeviceError) in try await unenrolling(finger, passcode: passcode) }
     }
 
     private func unenrolling(_ finger: Finger?, passcode: SecureBytes) async throws(DeviceError) {

@@ -86,18 +86,18 @@ extension Calls.Enroll: EngineOperation {
         // in order, each delivered before the operation answers.
         let (events, continuation) = AsyncStream.makeStream(of: ScanEvent.self)
         let delivery = Task { for await event in events { await interaction?.scanEvent(event) } }
-        defer { continuation.finish() }
+        let enrolled: Result<Void, DeviceError>
         do {
             try await engine.enroll(finger, passcode: passcode.bytes, timeout: .milliseconds(max(timeoutMilliseconds, 1))) {
                 continuation.yield($0)
             }
+            enrolled = .success(())
         } catch {
-            continuation.finish()
-            await delivery.value
-            throw error
+            enrolled = .failure(error)
         }
         continuation.finish()
         await delivery.value
+        try enrolled.get()
         return Done()
     }
 }
@@ -118,7 +118,7 @@ extension Calls.ImportFingers: EngineOperation {
         let enrolled = zip(fingers, prints).map { finger, print in
             EnrolledPrint(finger: finger, reader: reader, data: print.bytes.withUnsafeBytes { Array($0) })
         }
-        try await engine.throttled(passcode.bytes) { () async throws(DeviceError) in
+        try await engine.throttled(passcode.bytes, writesNV: true) { () async throws(DeviceError) in
             try await engine.importFingers(enrolled, reader: reader, passcode: passcode.bytes)
         }
         return Done()

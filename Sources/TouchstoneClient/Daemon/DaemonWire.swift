@@ -72,7 +72,7 @@ package enum DaemonWire {
         /// slots it declares (a secret field it does not name is a bug).
         package init<R: EngineRequest>(request: R, program: String?, interactive: Bool) throws(DaemonWireError) {
             try self.init(.request, RequestEnvelope(request, program: program, interactive: interactive), secrets: [],
-                          slots: Set(R.secretSlots.map { "request." + $0 }))
+                          slots: Set(R.secretSlots))
         }
 
         /// A response frame for an operation's outcome.
@@ -91,8 +91,7 @@ package enum DaemonWire {
                 throw .malformed("cannot encode \(T.self)")
             }
             if let slots {
-                let named = sink.paths.map { "request." + $0 }
-                precondition(named.allSatisfy(slots.contains), "\(T.self) carries secrets \(named) beyond its slots \(slots.sorted())")
+                precondition(sink.paths.allSatisfy(slots.contains), "\(T.self) carries secrets \(sink.paths) beyond its slots \(slots.sorted())")
             }
             self.init(kind: kind, control: control, secrets: sink.secrets)
         }
@@ -100,13 +99,13 @@ package enum DaemonWire {
         /// The control part as `T`, its `WireSecret` fields taken from the
         /// secrets part (each place once).
         package func decode<T: Decodable>(_ type: T.Type) throws(DaemonWireError) -> T {
-            try decode(type, source: WireSecrets.Source(secrets, reserved: 0)).0
+            try decode(type, source: WireSecrets.Source(secrets)).0
         }
 
         /// Like `decode`, for a request or a response: every secret the
         /// frame carries must be one of its fields'.
         package func decodeCarrying<T: Decodable>(_ type: T.Type) throws(DaemonWireError) -> T {
-            let (value, source) = try decode(type, source: WireSecrets.Source(secrets, reserved: 0))
+            let (value, source) = try decode(type, source: WireSecrets.Source(secrets))
             guard source.allTaken else { throw .malformed("a \(kind) frame with secrets its control part does not name") }
             return value
         }

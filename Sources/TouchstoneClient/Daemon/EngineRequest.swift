@@ -65,6 +65,8 @@ package protocol EngineFailure: Error, Codable, Sendable {
     static func daemon(_ failure: DaemonFailure) -> Self
     init(_ authentication: AuthenticationError)
     init(_ device: DeviceError)
+    /// What to tell the user, or nil for a cancel.
+    var message: String? { get }
 }
 
 extension DeviceError: EngineFailure {
@@ -240,10 +242,7 @@ package enum WireSecrets {
         private let secrets: [SecureBytes]
         private var taken: Set<Int> = []
 
-        init(_ secrets: [SecureBytes], reserved: Int) {
-            self.secrets = secrets
-            taken = Set(0..<min(reserved, secrets.count))
-        }
+        init(_ secrets: [SecureBytes]) { self.secrets = secrets }
 
         func take(_ index: Int) -> SecureBytes? {
             guard secrets.indices.contains(index), taken.insert(index).inserted else { return nil }
