@@ -20,11 +20,14 @@ package struct ReaderSession: Sendable {
     /// match-on-chip reader would refuse the same finger as a duplicate, so
     /// it is deleted from the reader first (a failure then leaves the
     /// reader without it; the caller's set still names it until changed).
+    /// `timeout` bounds the wait for each touch, `longest` (if any) the
+    /// whole enrolment.
     package func capture(_ finger: Finger, replacing existing: EnrolledPrint? = nil,
-                         timeout: Duration = FingerprintTimeout.enrollTouch,
+                         timeout: Duration = FingerprintTimeout.enrollTouch, longest: Duration? = nil,
                          events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> EnrolledPrint {
         if reader.storesPrintsOnDevice, let existing { try await deleteFromDevice(existing) }
-        return try await backend.enroll(finger, username: user, on: reader.identity, timeout: timeout, events: events)
+        return try await backend.enroll(finger, username: user, on: reader.identity, timeout: timeout,
+                                        longest: longest, events: events)
     }
 
     /// Waits for a touch and returns which of `prints` it matched, or nil.

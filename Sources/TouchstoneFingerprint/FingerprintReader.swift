@@ -15,9 +15,10 @@ package protocol FingerprintReader: Sendable {
 
     /// Enrols `finger` on `reader`, reporting each stage and retry through
     /// `events`; returns the new print (already kept on the reader itself for
-    /// match-on-chip readers).
-    func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
-                timeout: Duration, events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint
+    /// match-on-chip readers). `timeout` bounds the wait for each touch,
+    /// `longest` (if any) the whole enrolment.
+    func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity, timeout: Duration,
+                longest: Duration?, events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint
 
     /// Waits for a touch and checks it against `print`: `true` on a match,
     /// `false` on a different finger.
@@ -55,11 +56,17 @@ package enum FingerprintTimeout {
 }
 
 extension FingerprintReader {
+    /// `enroll` with no bound on the whole enrolment.
+    package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity, timeout: Duration,
+                        events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint {
+        try await enroll(finger, username: username, on: reader, timeout: timeout, longest: nil, events: events)
+    }
+
     /// `enroll` with the default per-touch timeout and no event handler.
     package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
                        events: @escaping ScanEventHandler = { _ in }) async throws(FingerprintError) -> EnrolledPrint {
         try await enroll(finger, username: username, on: reader,
-                         timeout: FingerprintTimeout.enrollTouch, events: events)
+                         timeout: FingerprintTimeout.enrollTouch, longest: nil, events: events)
     }
 
     /// `verify` with the default timeout.

@@ -22,12 +22,18 @@ final class FprintOperation: @unchecked Sendable {
     private let events: ScanEventHandler
     private var continuation: CheckedContinuation<Result<Outcome, FingerprintError>, Never>?
     private var timeout: GLibTimeout?
+    /// The bound on the whole operation (an enrolment's every touch), if any.
+    private let longestMilliseconds: UInt32?
+    private var longestTimeout: GLibTimeout?
     private var timedOut = false
     private var finished = false
 
-    init(timeout: Duration, events: @escaping ScanEventHandler) {
+    /// `timeout` bounds the wait for each touch; `longest`, if given, the
+    /// whole operation.
+    init(timeout: Duration, longest: Duration? = nil, events: @escaping ScanEventHandler) {
         cancellable = g_cancellable_new()!
         timeoutMilliseconds = UInt32(clamping: max(timeout.wholeMilliseconds, 1))
+        longestMilliseconds = longest.map { UInt32(clamping: max($0.wholeMilliseconds, 1)) }
         self.events = events
     }
 
@@ -43,6 +49,12 @@ final class FprintOperation: @unchecked Sendable {
         assert(GLibLoopThread.libfprint.isCurrent, "libfprint operations run on the libfprint thread")
         self.continuation = continuation
         armTimeout()
+        if let longestMilliseconds {
+            longestTimeout = GLibLoopThread.libfprint.addTimeout(milliseconds: longestMilliseconds) { [self] in
+                timedOut = true
+                g_cancellable_cancel(cancellable)
+            }
+        }
     }
 
     /// Restarts the timeout clock: the timeout bounds the wait for each touch.
@@ -115,6 +127,8 @@ final class FprintOperation: @unchecked Sendable {
         guard !finished else { return }
         finished = true
         disarmTimeout()
+        longestTimeout?.cancel()
+        longestTimeout = nil
         continuation?.resume(returning: result)
         continuation = nil
     }

@@ -85,9 +85,9 @@ package final class LibfprintReader: FingerprintReader {
         }
     }
 
-    package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity,
-                       timeout: Duration, events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint {
-        let outcome = try await run(on: reader, timeout: timeout, events: events) { operation, device in
+    package func enroll(_ finger: Finger, username: String, on reader: ReaderIdentity, timeout: Duration,
+                        longest: Duration?, events: @escaping ScanEventHandler) async throws(FingerprintError) -> EnrolledPrint {
+        let outcome = try await run(on: reader, timeout: timeout, longest: longest, events: events) { operation, device in
             FprintRequests.enroll(finger, username: username, on: device, operation: operation)
         }
         guard case .enrolled(let print) = outcome else { preconditionFailure("enroll produced \(outcome)") }
@@ -151,11 +151,11 @@ package final class LibfprintReader: FingerprintReader {
     /// Runs one operation on the libfprint thread: finds and opens the
     /// device, then hands it to `start`, which must end `operation`. Task
     /// cancellation cancels the operation's GCancellable (on that thread).
-    private func run(on reader: ReaderIdentity, timeout: Duration, events: @escaping ScanEventHandler,
+    private func run(on reader: ReaderIdentity, timeout: Duration, longest: Duration? = nil, events: @escaping ScanEventHandler,
                      start: @escaping @Sendable (FprintOperation, UnsafeMutablePointer<FpDevice>) -> Void)
         async throws(FingerprintError) -> FprintOperation.Outcome
     {
-        let operation = FprintOperation(timeout: timeout, events: events)
+        let operation = FprintOperation(timeout: timeout, longest: longest, events: events)
         let session = session
         let thread = thread
         let result = await withTaskCancellationHandler {

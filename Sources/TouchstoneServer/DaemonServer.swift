@@ -57,7 +57,7 @@ package final class DaemonServer: Sendable {
     package init(settings: Settings, log: @escaping @Sendable (String) -> Void) throws {
         self.settings = settings
         self.log = DaemonLog(write: log)
-        users = UserEngines(settings: settings)
+        users = UserEngines(settings: settings, log: self.log)
         // One connection to the daemon's database for both.
         let database = try SQLiteDatabase(path: settings.home.appendingPathComponent("daemon.sqlite").path)
         gate = try PasscodeGate(database: database)
@@ -158,8 +158,13 @@ actor UserEngines {
     /// Each user's warm passcode (`WarmPasscode`), shared by the engine and
     /// the sessions' passcode checks.
     nonisolated let warm = WarmPasscodes()
+    /// The reader's turns, every user's.
+    nonisolated let readerTurns: ReaderTurns
 
-    init(settings: DaemonServer.Settings) { self.settings = settings }
+    init(settings: DaemonServer.Settings, log: DaemonLog) {
+        self.settings = settings
+        readerTurns = ReaderTurns(log: log)
+    }
 
     /// The TCTI of the daemon's TPM.
     var tcti: String {
@@ -210,8 +215,10 @@ actor UserEngines {
         }
         let gate = try gates.gate(for: uid, vaultExists: FileManager.default.fileExists(
             atPath: configuration.home.appendingPathComponent("vault.sqlite").path), tcti: tcti)
+        let turns = readerTurns
         let hooks = DaemonModeHooks(throttle: UserThrottle(gate: throttle, uid: uid), warm: warm.of(uid),
-                                    readerChoice: settings.readerChoice)
+                                    readerChoice: settings.readerChoice, longestEnrolment: GrantPolicy.longestEnrolment,
+                                    takeReaderTurn: { () async throws(CancellationError) in try await turns.take(for: uid) })
         return try await InProcessEngine.open(configuration, gate: gate, daemon: hooks)
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import TouchstoneClient
 
 /// How long a grant the daemon holds opens anything, and how many a
@@ -12,6 +13,20 @@ enum GrantPolicy {
     /// The longest wait for one touch a request may ask of the daemon's
     /// reader (an enrolment waits this long for each of its touches).
     static let longestTouchMilliseconds = 60_000
+    /// The longest a whole enrolment may hold the reader (three minutes:
+    /// a reader that wants fifteen touches has twelve seconds for each).
+    /// Debug builds read a shorter one from
+    /// TOUCHSTONE_TEST_LONGEST_ENROLMENT_SECONDS, so a test need not wait
+    /// three minutes to see it end an enrolment.
+    static let longestEnrolment: Duration = {
+        #if DEBUG
+        if let text = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_LONGEST_ENROLMENT_SECONDS"],
+           let seconds = Int(text), seconds > 0 {
+            return .seconds(seconds)
+        }
+        #endif
+        return .seconds(180)
+    }()
 }
 
 /// A grant the daemon keeps for one connection.

@@ -52,7 +52,6 @@ package actor DaemonEngine: Engine {
                                           interaction: (any AuthenticationInteraction)?) async throws(R.Failure) -> R.Response {
         await take()
         defer { give() }
-        var request = request
         if let presented = request.grant {
             // Only a grant this connection holds names one the daemon has.
             guard let issuer = presented.issuer, issuer.engine == ObjectIdentifier(self), presented.id != nil else {

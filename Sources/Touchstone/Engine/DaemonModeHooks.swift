@@ -1,3 +1,4 @@
+import Synchronization
 import TouchstoneSecure
 import TouchstoneTPM
 import TouchstoneVault
@@ -11,12 +12,41 @@ package struct DaemonModeHooks: Sendable {
     /// The reader as the daemon's command line chose it (`sim`, `auto`, an
     /// id), which `status` reports.
     package var readerChoice: String
+    /// Waits for the user's turn at the daemon's reader (every user's):
+    /// the engine takes it before it opens the reader and ends it when it
+    /// closes it. Throws when the call is cancelled while waiting.
+    package var takeReaderTurn: @Sendable () async throws(CancellationError) -> ReaderTurn
+    /// The longest a whole enrolment may hold the reader, whatever touches
+    /// come (each touch is capped by the daemon as well).
+    package var longestEnrolment: Duration
 
-    package init(throttle: any PasscodeThrottle, warm: any WarmPasscodeKeeping, readerChoice: String) {
+    package init(throttle: any PasscodeThrottle, warm: any WarmPasscodeKeeping, readerChoice: String,
+                 longestEnrolment: Duration,
+                 takeReaderTurn: @escaping @Sendable () async throws(CancellationError) -> ReaderTurn) {
         self.throttle = throttle
         self.warm = warm
         self.readerChoice = readerChoice
+        self.longestEnrolment = longestEnrolment
+        self.takeReaderTurn = takeReaderTurn
     }
+}
+
+/// One request's use of the reader: `end()` gives it to the next (once;
+/// later calls do nothing).
+package final class ReaderTurn: Sendable {
+    private let release: Mutex<(@Sendable () -> Void)?>
+
+    package init(release: @escaping @Sendable () -> Void) { self.release = Mutex(release) }
+
+    package func end() {
+        let release = self.release.withLock { value in
+            defer { value = nil }
+            return value
+        }
+        release?()
+    }
+
+    deinit { end() }
 }
 
 /// How the daemon's gate admitted one passcode attempt.

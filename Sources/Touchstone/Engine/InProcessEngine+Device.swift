@@ -76,8 +76,10 @@ extension InProcessEngine {
                 throw BackendFailure.enrolledOnAnotherReader(recorded.description)
             }
             let existing = current.prints.first { $0.finger == finger }
+            // The daemon bounds the whole enrolment too: the reader is
+            // every user's.
             let print = try await readerCall(await session.capture(finger, replacing: existing, timeout: timeout,
-                                                                   events: events))
+                                                                   longest: daemon?.longestEnrolment, events: events))
             let prints = current.prints.filter { $0.finger != finger } + [print]
             try vaultCall(vault.changeFingers(to: prints, reader: session.reader.identity, proof: proof))
         }
@@ -118,16 +120,34 @@ extension InProcessEngine {
 
     // MARK: - Helpers
 
-    /// The reader, opened (claimed) on first use.
+    /// The reader, opened (claimed) on first use. In the daemon, after
+    /// the user's turn at it came (another user's request may have it).
     func openReader() async throws(FingerprintError) -> ReaderSession {
         if let reader { return reader.session }
-        let opened = try await ReaderConnection.open(readerTarget, user: configuration.user)
+        var turn: ReaderTurn?
+        if let daemon {
+            do { turn = try await daemon.takeReaderTurn() } catch { throw .cancelled }
+            // Another call of this user's opened it while this one waited.
+            if let reader {
+                turn?.end()
+                return reader.session
+            }
+        }
+        let opened: ReaderConnection
+        do {
+            opened = try await ReaderConnection.open(readerTarget, user: configuration.user)
+        } catch {
+            turn?.end()
+            throw error
+        }
         if let raced = reader {
             // Another call opened it while this one waited.
             await opened.close()
+            turn?.end()
             return raced.session
         }
         reader = opened
+        readerTurn = turn
         return opened.session
     }
 }

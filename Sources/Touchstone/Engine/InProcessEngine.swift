@@ -21,6 +21,9 @@ package actor InProcessEngine: Engine {
     let readerTarget: ReaderTarget
     /// The reader, opened on first use; released by `close()`.
     var reader: ReaderConnection?
+    /// Daemon mode: the user's turn at the daemon's reader, held while
+    /// `reader` is open.
+    var readerTurn: ReaderTurn?
     /// Daemon mode: what the daemon lends this user's engine (the
     /// passcode throttle, the warm passcode); nil when embedded.
     let daemon: DaemonModeHooks?
@@ -71,8 +74,12 @@ package actor InProcessEngine: Engine {
 
     package func close() async {
         let open = reader
+        let turn = readerTurn
         reader = nil
+        readerTurn = nil
         await open?.close()
+        // The reader released: the next user's request may have it.
+        turn?.end()
     }
 }
 
