@@ -105,7 +105,7 @@ let package = Package(
                 swiftSettings: testSupport),
         // GDBus (GLib's gio) from Swift: a bus connection on a thread of its
         // own, names, exported objects, signals, calls (the D-Bus front ends).
-        .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstoneSecure", "TouchstoneGLib"]),
+        .target(name: "TouchstoneDBus", dependencies: ["CGio", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneGLib"]),
         // The Secret Service provider (`touchstone secret-service`): its
         // objects over the public API, sessions (plain, and encrypted with
         // OpenSSL's DH, HKDF and AES), prompts, pinentry, notifications.
@@ -166,7 +166,7 @@ let package = Package(
         .testTarget(name: "SSHTests", dependencies: ["TestRigs", "TouchstoneSSH", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneModel",
                                                  "COpenSSL"],
                     path: "Tests/SSHTests"),
-        .testTarget(name: "POSIXTests", dependencies: ["TouchstonePOSIX"], path: "Tests/POSIXTests"),
+        .testTarget(name: "POSIXTests", dependencies: ["TouchstonePOSIX", "TouchstoneModel"], path: "Tests/POSIXTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
         .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneDBus"], path: "Tests/CLITests"),

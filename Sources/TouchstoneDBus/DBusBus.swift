@@ -1,6 +1,7 @@
 internal import CGio
 import Foundation
 import TouchstoneGLib
+import TouchstonePOSIX
 import TouchstoneSecure
 
 /// What went wrong on the bus.
@@ -248,9 +249,10 @@ package final class DBusBus: @unchecked Sendable {
         return .owned
     }
 
-    /// The unique name that owns `name`, and that connection's pid and
-    /// command (for a message that names it), or nil when nobody does.
-    package func owner(of name: String) async -> (uniqueName: String, pid: UInt32?, command: String?)? {
+    /// The unique name that owns `name`, and that connection's program as
+    /// the kernel names it (for a message that names it), or nil when
+    /// nobody does.
+    package func owner(of name: String) async -> (uniqueName: String, program: PeerProgram?)? {
         guard let reply = try? await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                           interface: "org.freedesktop.DBus", method: "GetNameOwner", [.string(name)],
                                           replyType: "(s)"),
@@ -258,10 +260,8 @@ package final class DBusBus: @unchecked Sendable {
         let pid = try? await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                   interface: "org.freedesktop.DBus", method: "GetConnectionUnixProcessID",
                                   [.string(unique)], replyType: "(u)")
-        guard case .uint32(let number)? = pid?.first else { return (unique, nil, nil) }
-        let command = (try? String(contentsOfFile: "/proc/\(number)/comm", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return (unique, number, command)
+        guard case .uint32(let number)? = pid?.first else { return (unique, nil) }
+        return (unique, PeerProgram.named(pid: pid_t(bitPattern: number), pidfd: nil))
     }
 
     // MARK: - Objects

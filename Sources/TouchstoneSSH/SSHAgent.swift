@@ -15,12 +15,17 @@ package protocol AgentKey: Sendable {
 
 /// Who is on the other end of an agent connection (SO_PEERCRED).
 package struct AgentPeer: Sendable, CustomStringConvertible {
-    package let pid: pid_t
     package let uid: uid_t
-    /// Its command (/proc/PID/comm), when it could be read.
-    package let command: String?
+    /// The program, as the kernel names it (its executable, its command).
+    package let program: PeerProgram
+    package var pid: pid_t { program.pid }
 
-    package var description: String { "\(command ?? "?") (pid \(pid))" }
+    package init(uid: uid_t, program: PeerProgram) {
+        self.uid = uid
+        self.program = program
+    }
+
+    package var description: String { program.description }
 }
 
 /// The OpenSSH agent protocol (draft-miller-ssh-agent) on a Unix socket:
@@ -139,9 +144,13 @@ package final class SSHAgent: Sendable {
     private static func peer(of connection: borrowing OwnedDescriptor) -> AgentPeer {
         // No credentials (never on a Unix socket): a uid no one has, refused.
         let (pid, uid, _) = connection.peerCredentials() ?? (0, uid_t.max, 0)
-        let command = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        return AgentPeer(pid: pid, uid: uid, command: command)
+        let program: PeerProgram
+        if let pidfd = connection.peerPIDFD() {
+            program = PeerProgram.named(pid: pid, pidfd: pidfd.rawValue)
+        } else {
+            program = PeerProgram.named(pid: pid, pidfd: nil)
+        }
+        return AgentPeer(uid: uid, program: program)
     }
 
     /// The next message (without its length), or nil at the end, on a

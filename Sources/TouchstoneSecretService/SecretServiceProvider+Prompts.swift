@@ -107,13 +107,10 @@ extension SecretServiceProvider {
         await bus.unexport(registration)
     }
 
-    /// The client's program, as the prompt names it: its command and pid.
+    /// The client's program, as the prompt names it: its executable as
+    /// the kernel knows it, its command name and pid.
     private func programName(_ client: String) async -> String {
-        guard let owner = await bus.owner(of: client) else { return "a program (\(client))" }
-        switch (owner.command, owner.pid) {
-        case (let command?, let pid?): return "\(command) (pid \(pid))"
-        case (nil, let pid?): return "pid \(pid)"
-        default: return "a program (\(client))"
-        }
+        guard let owner = await bus.owner(of: client), let program = owner.program else { return "a program (\(client))" }
+        return program.description
     }
 }

@@ -115,7 +115,7 @@ package final class SecretServiceProvider: Sendable {
         case .taken:
             let owner = await bus.owner(of: Self.busName)
             let who = owner.map { o in
-                [o.command.map { "\($0)" }, o.pid.map { "pid \($0)" }, "bus name \(o.uniqueName)"].compactMap { $0 }.joined(separator: ", ")
+                [o.program?.description, "bus name \(o.uniqueName)"].compactMap { $0 }.joined(separator: ", ")
             } ?? "another program"
             return .taken(owner: who)
         }

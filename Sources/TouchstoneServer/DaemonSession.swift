@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Touchstone
+import TouchstonePOSIX
 import TouchstoneSecure
 #if canImport(Glibc)
 import Glibc
@@ -16,8 +17,9 @@ package final class DaemonSession: Sendable {
     let outbox: Outbox
     let uid: uid_t
     let pid: pid_t
-    /// The program's name as /proc says (comm), for the log and prompts.
-    let program: String
+    /// The program, as the kernel names it (its executable where the
+    /// daemon may read it, and its command name), for the log.
+    let program: PeerProgram
 
     private struct State {
         var inFlight: Task<Void, Never>?
@@ -34,24 +36,7 @@ package final class DaemonSession: Sendable {
         outbox = Outbox(socket: socket)
         self.uid = uid
         self.pid = pid
-        program = Self.comm(of: pid, socket: socket)
-    }
-
-    /// The peer's command name from /proc/PID/comm. With a pidfd of the
-    /// peer (SO_PEERPIDFD), it is checked to be that process's: a pid
-    /// reused by another process after the client exited reads as "?".
-    private static func comm(of pid: pid_t, socket: FrameSocket) -> String {
-        socket.withPeerPIDFD { pidfd in
-            guard let text = try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8) else { return "?" }
-            if let pidfd {
-                // fdinfo's "Pid:" is the process's pid while it lives, -1 after.
-                let info = (try? String(contentsOfFile: "/proc/self/fdinfo/\(pidfd)", encoding: .utf8)) ?? ""
-                let live = info.split(separator: "\n").first { $0.hasPrefix("Pid:") }?
-                    .split(separator: "\t").last.map(String.init) == String(pid)
-                if !live { return "?" }
-            }
-            return String(text.trimmingCharacters(in: .whitespacesAndNewlines).prefix(32))
-        }
+        program = socket.withPeerPIDFD { PeerProgram.named(pid: pid, pidfd: $0) }
     }
 
     func start() {
@@ -297,7 +282,7 @@ package final class DaemonSession: Sendable {
     }
 
     func log(_ line: String) {
-        server.log.write("uid \(uid) pid \(pid) (\(Self.clean(program))): \(line)")
+        server.log.write("uid \(uid), \(program): \(line)")
     }
 
     // MARK: - Prompts

@@ -11,10 +11,14 @@ struct TestUser {
     /// The user's own folder under the rig (0700, theirs).
     let home: String
 
-    /// setpriv as this user: no supplementary groups, no capabilities.
-    func wrapper() throws -> [String] {
-        [try Confinement.tool("setpriv"), "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups",
-         "--inh-caps=-all", "--bounding-set=-all", "--"]
+    /// setpriv as this user: no supplementary groups, no capabilities but
+    /// `ambient` (names as setpriv spells them: `sys_ptrace`), which the
+    /// program keeps.
+    func wrapper(ambient: [String] = []) throws -> [String] {
+        let added = ambient.map { ",+" + $0 }.joined()
+        return [try Confinement.tool("setpriv"), "--reuid=\(uid)", "--regid=\(gid)", "--clear-groups",
+                "--inh-caps=-all" + added, "--bounding-set=-all" + added]
+            + (ambient.isEmpty ? [] : ["--ambient-caps=" + ambient.map { "+" + $0 }.joined(separator: ",")]) + ["--"]
     }
 }
 
@@ -143,10 +147,13 @@ final class DaemonRig {
     }
 
     /// Starts `touchstoned` as the daemon's user and waits until it listens.
-    func startDaemon(extraArguments: [String] = [], extraEnvironment: [String: String] = [:]) throws {
+    /// `capabilities`: the daemon keeps these (setpriv's names), as a
+    /// unit's AmbientCapabilities= would give them.
+    func startDaemon(extraArguments: [String] = [], extraEnvironment: [String: String] = [:],
+                     capabilities: [String] = []) throws {
         let running = try CLIProcess.start(["--home", daemonHome, "--sim", "--socket", socket] + extraArguments,
                                            environment: environment(home: daemonHome, extra: extraEnvironment), scratch: scratch,
-                                           wrapper: try daemonUser.wrapper(), program: touchstoned)
+                                           wrapper: try daemonUser.wrapper(ambient: capabilities), program: touchstoned)
         daemon = running
         lastDaemonLog = running.stderrPath
         guard running.waitForStderr("listening on", timeout: 30) else {
@@ -172,18 +179,20 @@ final class DaemonRig {
     /// Runs `touchstone --daemon SOCKET arguments` as `user`, with the
     /// passcode (or anything) on stdin.
     @discardableResult
-    func run(_ user: TestUser, _ arguments: [String], stdin: [UInt8] = [], timeout: TimeInterval = 120) -> CLIResult {
+    func run(_ user: TestUser, _ arguments: [String], stdin: [UInt8] = [], timeout: TimeInterval = 120,
+             program: String? = nil) -> CLIResult {
         do {
-            return try start(user, arguments, stdin: stdin).wait(timeout: timeout)
+            return try start(user, arguments, stdin: stdin, program: program).wait(timeout: timeout)
         } catch {
             return CLIResult(code: -1, stdout: [], stderr: "\(error)")
         }
     }
 
-    func start(_ user: TestUser, _ arguments: [String], stdin: [UInt8] = []) throws -> RunningCLI {
+    /// `program`: another binary than `touchstone` (a copy or link of it).
+    func start(_ user: TestUser, _ arguments: [String], stdin: [UInt8] = [], program: String? = nil) throws -> RunningCLI {
         try CLIProcess.start(["--daemon", socket] + arguments, stdin: stdin,
                              environment: environment(home: user.home, extra: ["TOUCHSTONE_HOME": user.home + "/ts"]),
-                             scratch: scratch, wrapper: try user.wrapper(), program: touchstone)
+                             scratch: scratch, wrapper: try user.wrapper(), program: program ?? touchstone)
     }
 
     /// Touches the daemon's simulated reader with finger `id` (as root, from

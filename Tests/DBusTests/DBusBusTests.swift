@@ -227,7 +227,7 @@ struct DBusBusTests {
         }
     }
 
-    @Test("names: the first connection owns it; a second is told it is taken (and by whom: pid and command) unless it replaces, and then the first hears it lost")
+    @Test("names: the first connection owns it; a second is told it is taken (and by whom: executable, command and pid) unless it replaces, and then the first hears it lost")
     func names() async throws {
         let rig = try DBusRig()
         defer { rig.close() }
@@ -238,8 +238,11 @@ struct DBusBusTests {
         #expect(try await second.requestName("org.touchstone.Test", replace: false) == .taken)
         let owner = try #require(await second.owner(of: "org.touchstone.Test"))
         #expect(owner.uniqueName == first.uniqueName)
-        #expect(owner.pid == UInt32(getpid()))
-        #expect(owner.command?.isEmpty == false)
+        #expect(owner.program?.pid == getpid())
+        #expect(owner.program?.command?.isEmpty == false)
+        // The executable as the kernel resolves it: this test binary.
+        let here = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        #expect(owner.program?.executable == here)
         #expect(!lost.withLock { $0 })
 
         #expect(try await second.requestName("org.touchstone.Test", replace: true) == .owned)

@@ -42,7 +42,7 @@ private final class SoftwareKey: AgentKey, @unchecked Sendable {
     deinit { EVP_PKEY_free(key) }
 
     func sign(_ data: [UInt8], requester: AgentPeer) async throws -> (r: [UInt8], s: [UInt8]) {
-        signed.withLock { $0.append(requester.command ?? "?") }
+        signed.withLock { $0.append("\(requester.program.executable ?? "?") \(requester.program.command ?? "?")") }
         let context = EVP_MD_CTX_new()
         defer { EVP_MD_CTX_free(context) }
         var der = [UInt8](repeating: 0, count: 80)
@@ -125,7 +125,8 @@ struct SSHAgentTests {
         let (signedStatus, signOutput) = try await run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "git", message],
                                                  environment: agent.environment, in: agent.folder)
         #expect(signedStatus == 0, "\(signOutput)")
-        #expect(alice.signed.withLock { $0 } == ["ssh-keygen"], "the agent named another requester")
+        // Named by the kernel: its executable, then its command name.
+        #expect(alice.signed.withLock { $0 } == ["/usr/bin/ssh-keygen ssh-keygen"], "the agent named another requester")
 
         let allowed = agent.folder + "/allowed_signers"
         try ("alice@touchstone namespaces=\"git\" " + alice.publicKey.line + "\n").write(toFile: allowed, atomically: true, encoding: .utf8)
