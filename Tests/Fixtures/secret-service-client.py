@@ -162,8 +162,73 @@ def foreign_session(args):
     print("foreign=%s" % theirs.header.fields.get(4, theirs.header.message_type.name))  # 4: the error name
 
 
+def unlock_set(args):
+    """unlock-set GO_FILE NAMES k=v...: as a hostile client speaks D-Bus (jeepney's raw messages, no library's checks):
+    of the items matching k=v, Unlock those whose service is in NAMES (comma-separated, in that order) in one call and
+    run its prompt; then read every matching item (GetSecrets, GetSecret, Locked, SearchItems) on the same connection,
+    as `before`; wait until GO_FILE exists (the test moves the clock on) and read them all again, as `after`. Each read
+    is a `key=value` line: `PHASE:secret:SERVICE=SECRET` or `PHASE:refused:SERVICE=ERROR`, `PHASE:locked:SERVICE=BOOL`,
+    `PHASE:secrets=SERVICE,...` (what GetSecrets returned), `PHASE:search-locked=SERVICE,...`."""
+    import os
+    from jeepney import DBusAddress, MatchRule, MessageType, new_method_call
+    from jeepney.bus_messages import message_bus
+    from jeepney.io.blocking import open_dbus_connection
+    go, names, query = args[0], args[1].split(","), pairs(args[2:])
+    conn = open_dbus_connection(bus="SESSION")
+    service = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Service")
+
+    def call(address, method, signature, body):
+        reply = conn.send_and_get_reply(new_method_call(address, method, signature, body))
+        if reply.header.message_type == MessageType.error:
+            return None, reply.header.fields.get(4)  # 4: the error name
+        return reply.body, None
+
+    def properties(path):
+        return DBusAddress(path, bus_name="org.freedesktop.secrets", interface="org.freedesktop.DBus.Properties")
+
+    session = call(service, "OpenSession", "sv", ("plain", ("s", "")))[0][1]
+    unlocked, locked = call(service, "SearchItems", "a{ss}", (query,))[0]
+    by_service = {}
+    for path in unlocked + locked:
+        attributes = call(properties(path), "Get", "ss", ("org.freedesktop.Secret.Item", "Attributes"))[0][0][1]
+        by_service[attributes["service"]] = path
+    wanted = [by_service[name] for name in names]
+    (_, prompt), _ = call(service, "Unlock", "ao", (wanted,))
+    rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+    call(message_bus, "AddMatch", "s", (rule.serialise(),))
+    with conn.filter(rule) as signals:
+        call(DBusAddress(prompt, bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Prompt"), "Prompt", "s", ("",))
+        dismissed, (_, opened) = conn.recv_until_filtered(signals).body  # the result is a variant (ao)
+    print("dismissed=%s" % dismissed)
+    print("completed=%s" % ",".join(sorted(name for name, path in by_service.items() if path in opened)))
+
+    def read(phase):
+        paths = [by_service[name] for name in sorted(by_service)]
+        secrets = call(service, "GetSecrets", "aoo", (paths, session))[0][0]
+        print("%s:secrets=%s" % (phase, ",".join(sorted(name for name, path in by_service.items() if path in secrets))))
+        for name in sorted(by_service):
+            path = by_service[name]
+            item = DBusAddress(path, bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Item")
+            body, error = call(item, "GetSecret", "o", (session,))
+            if body is None:
+                print("%s:refused:%s=%s" % (phase, name, error))
+            else:
+                print("%s:secret:%s=%s" % (phase, name, bytes(body[0][2]).decode()))
+            is_locked = call(properties(path), "Get", "ss", ("org.freedesktop.Secret.Item", "Locked"))[0][0][1]
+            print("%s:locked:%s=%s" % (phase, name, is_locked))
+        _, still = call(service, "SearchItems", "a{ss}", (query,))[0]
+        print("%s:search-locked=%s" % (phase, ",".join(sorted(name for name, path in by_service.items() if path in still))))
+        sys.stdout.flush()
+
+    read("before")
+    print("read before", file=sys.stderr, flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.05)
+    read("after")
+
+
 steps = {"store": store, "search": search, "get": get, "locked-read": locked_read, "edit": edit, "delete": delete,
-         "prompt-and-wait": prompt_and_wait, "keyring": keyring_step, "chrome": chrome, "foreign-session": foreign_session}
+         "prompt-and-wait": prompt_and_wait, "unlock-set": unlock_set, "keyring": keyring_step, "chrome": chrome, "foreign-session": foreign_session}
 
 if __name__ == "__main__":
     steps[sys.argv[1]](sys.argv[2:])
