@@ -109,7 +109,8 @@ let package = Package(
         // The Secret Service provider (`touchstone secret-service`): its
         // objects over the public API, sessions (plain, and encrypted with
         // OpenSSL's DH, HKDF and AES), prompts, pinentry, notifications.
-        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "Touchstone", "TouchstoneSecure", "TouchstoneDBus", "TouchstonePOSIX"]),
+        .target(name: "TouchstoneSecretService", dependencies: ["COpenSSL", "Touchstone", "TouchstoneSecure", "TouchstoneDBus", "TouchstonePOSIX"],
+                swiftSettings: testSupport),
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
         .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel"]),

@@ -28,26 +28,23 @@ package struct Prompter: Sendable {
 }
 
 /// One prompt's interaction: while a touch is awaited, the notification
-/// names the program and the item; where the item allows the passcode,
-/// pinentry asks for it at the same time (typing it is the person's way
-/// of asking for the passcode instead; a touch that comes first closes
-/// the dialog).
+/// and pinentry say `summary` (the program and every item the prompt
+/// unlocks, `PromptWording.items`); where the access allows the passcode,
+/// pinentry asks for it at the same time (typing it is the person's way of
+/// asking for the passcode instead; a touch that comes first closes the
+/// dialog).
 final class PromptInteraction: AuthenticationInteraction {
     private let prompter: Prompter
     private let notifier: DesktopNotifications
-    private let program: String
-    private let item: String
+    let summary: String
     /// A passcode typed while the touch was awaited, for `passcode`.
     private let typed = Locked<SecureBytes?>(nil)
 
-    init(prompter: Prompter, notifier: DesktopNotifications, program: String, item: String) {
+    init(prompter: Prompter, notifier: DesktopNotifications, summary: String) {
         self.prompter = prompter
         self.notifier = notifier
-        self.program = program
-        self.item = item
+        self.summary = summary
     }
-
-    var summary: String { "\(program) asks for \u{201C}\(item)\u{201D}" }
 
     func waitForPasscodeRequest(reason: String, passcodeAllowed: Bool) async {
         let withPasscode = passcodeAllowed && prompter.pinentry != nil

@@ -112,7 +112,10 @@ extension SecretServiceProvider {
             case .vault(let reference)?:
                 guard let item = try? await keychain.item(reference) else { continue }
                 if isLocked(item, for: client) {
-                    pending.append((reference, item.item.attributes?.label ?? item.item.attributes.map { "\($0.service) / \($0.account)" } ?? path))
+                    // Named once, however often the call names it.
+                    guard !pending.contains(where: { $0.0 == reference }) else { continue }
+                    let label = item.item.attributes?.label.flatMap { $0.isEmpty ? nil : $0 }
+                    pending.append((reference, label ?? item.item.attributes.map { "\($0.service) / \($0.account)" } ?? path))
                 } else {
                     unlocked.append(path)
                 }
@@ -135,7 +138,7 @@ extension SecretServiceProvider {
                 continue
             }
             guard case .vault(let reference)? = SecretPaths.Item(path: path) else { continue }
-            state.withLock { _ = $0.unlocks[client]?.items.remove(reference) }
+            forget(reference, for: client)
             if let item = try? await keychain.item(reference), isLocked(item, for: client) { locked.append(path) }
         }
         return .success([.array(element: "o", locked.map { .objectPath($0) }), .objectPath(SecretPaths.none)])
@@ -158,7 +161,7 @@ extension SecretServiceProvider {
             } catch {
                 if case .interactionNotAllowed = error {
                     // Its unlock no longer opens it (the daemon's connection, and its grant, went): locked again.
-                    state.withLock { _ = $0.unlocks[client]?.items.remove(reference) }
+                    forget(reference, for: client)
                     return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked: Unlock it (its prompt asks for the touch)"))
                 }
                 return .failure(Self.dbusError(error))
@@ -319,7 +322,7 @@ extension SecretServiceProvider {
                                           reason: "a Secret Service client changes it")
             } catch {
                 if case .interactionNotAllowed = error {
-                    state.withLock { _ = $0.unlocks[client]?.items.remove(reference) }
+                    forget(reference, for: client)
                     return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked: Unlock it first (its prompt asks for the touch)"))
                 }
                 return .failure(Self.dbusError(error))

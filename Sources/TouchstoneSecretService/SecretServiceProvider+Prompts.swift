@@ -66,21 +66,29 @@ extension SecretServiceProvider {
         }
     }
 
-    /// The prompt's work: each item read once through one context (its
-    /// grant reused for the next item where it suffices), then Completed.
+    /// The prompt's work: one authentication for the set, its text naming
+    /// every item (`PromptWording.items`), the same words as the
+    /// reason the engine is given, the notification and the log; each item
+    /// read once through that context (its grant reused for the next item
+    /// where it suffices; an item whose access asks more prompts again, in
+    /// the same words), then Completed. The unlock recorded covers the items
+    /// opened, for the reuse window from the first one opened.
     private func run(_ prompt: PendingPrompt, program: String) async {
         let context = device.makeContext()
         context.allowableReuseDuration = Self.unlockDuration
-        var opened: [ItemReference] = []
+        let summary = "\(program) asks for \(PromptWording.items(prompt.items.map(\.label)))"
+        context.interaction = PromptInteraction(prompter: prompter, notifier: notifier, summary: summary)
+        var opened: [ItemReference] = [], openedLabels: [String] = []
+        var authenticated: Date?
         for (reference, label) in prompt.items {
             if Task.isCancelled { break }
-            context.interaction = PromptInteraction(prompter: prompter, notifier: notifier, program: program, item: label)
             do {
-                _ = try await keychain.get(reference, context: context, reason: "\(program) asks for \u{201C}\(label)\u{201D}")
+                _ = try await keychain.get(reference, context: context, reason: summary)
+                if authenticated == nil { authenticated = Self.clock() }
                 opened.append(reference)
-                prompter.log("\(program) (\(prompt.owner)) unlocked \u{201C}\(label)\u{201D}")
+                openedLabels.append(label)
             } catch {
-                prompter.log("\(program) (\(prompt.owner)) did not unlock \u{201C}\(label)\u{201D}: \(error.description)")
+                prompter.log("\(program) (\(prompt.owner)) did not unlock \(PromptWording.items([label])): \(error.description)")
                 if case .authentication(let why) = error, case .userCancel = why { break }
             }
         }
@@ -88,11 +96,13 @@ extension SecretServiceProvider {
         if state.withLock({ $0.prompts.values.filter { $0.task != nil }.count }) <= 1 { await device.close() }
         context.interactionNotAllowed = true
         let unlocked = Task.isCancelled || opened.isEmpty ? nil : opened
-        if let unlocked {
+        if let unlocked, let authenticated {
+            prompter.log("\(program) (\(prompt.owner)) unlocked \(PromptWording.items(openedLabels))")
+            let unlock = Unlock(context: context, items: Set(unlocked), until: authenticated.addingTimeInterval(Self.unlockDuration))
             state.withLock { state in
-                var items = state.unlocks[prompt.owner].flatMap { $0.until > Date() ? $0.items : nil } ?? []
-                items.formUnion(unlocked)
-                state.unlocks[prompt.owner] = Unlock(context: context, items: items, until: Date().addingTimeInterval(Self.unlockDuration))
+                var unlocks = state.unlocks[prompt.owner] ?? []
+                unlocks.append(unlock)
+                state.unlocks[prompt.owner] = Array(unlocks.suffix(Self.maximumUnlocks))
             }
         }
         await complete(prompt, unlocked: unlocked)

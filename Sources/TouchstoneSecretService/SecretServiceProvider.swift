@@ -13,18 +13,25 @@ import TouchstoneSecure
 ///   that has not unlocked it); searches find it by its attributes alone.
 ///   Unlock returns a Prompt; Prompt() waits for the touch (or the passcode,
 ///   through pinentry) while every method call is answered at once, and
-///   emits Completed. The client that completed a prompt reads those items
-///   for `unlockDuration` after it, as long as it stays on the bus.
+///   emits Completed. The prompt names every item it unlocks and asks for
+///   one authentication for the set; the client that completed it reads
+///   those items, and no other, for `unlockDuration` after that
+///   authentication (its grant's reuse window), as long as it stays on
+///   the bus.
 /// - Items clients create get `access`.
 ///
 /// Every call is answered from a task of its own: none waits for a finger,
 /// and one client's slow call holds no other's.
 package final class SecretServiceProvider: Sendable {
     package static let busName = "org.freedesktop.secrets"
-    /// How long a completed prompt's items stay unlocked for its client.
+    /// How long a completed prompt's items stay unlocked for its client:
+    /// its context's reuse window.
     package static let unlockDuration: TimeInterval = 60
     /// The most items one Unlock may name.
     static let maximumObjects = 1024
+    /// The most live unlocks a client keeps (one a completed prompt); a
+    /// newer one drops the oldest (a daemon connection keeps 16 grants).
+    static let maximumUnlocks = 16
 
     static let serviceInterface = "org.freedesktop.Secret.Service"
     static let collectionInterface = "org.freedesktop.Secret.Collection"
@@ -45,9 +52,10 @@ package final class SecretServiceProvider: Sendable {
     let notifier: DesktopNotifications
     let started = Date()
 
-    /// A client's unlock: the context a prompt authenticated (its grant
-    /// kept for reuse, no further interaction allowed), the items it
-    /// opened, until when.
+    /// One completed prompt's unlock: the context it authenticated (its
+    /// grant kept for reuse, no further interaction allowed), the items it
+    /// named and opened (that context opens no other item for the client,
+    /// whatever its grant could), until when (its grant's reuse window).
     struct Unlock: Sendable {
         let context: AuthenticationContext
         var items: Set<ItemReference>
@@ -64,7 +72,9 @@ package final class SecretServiceProvider: Sendable {
     }
 
     struct State: Sendable {
-        var unlocks: [String: Unlock] = [:]
+        /// Each client's unlocks, one a completed prompt (never merged: each
+        /// ends with its own grant).
+        var unlocks: [String: [Unlock]] = [:]
         var memory: [Int64: MemoryItem] = [:]
         var nextMemory: Int64 = 1
         var prompts: [String: PendingPrompt] = [:]
@@ -142,17 +152,45 @@ package final class SecretServiceProvider: Sendable {
 
     // MARK: - Locking
 
-    /// The unlock `client` holds for `reference`, if still live.
+    /// The context of a live unlock of `client`'s that named `reference`;
+    /// nil when none did (another unlock's context is never used for it).
+    /// Expired unlocks go.
     func unlock(of client: String, for reference: ItemReference) -> AuthenticationContext? {
-        state.withLock { state in
-            guard let unlock = state.unlocks[client] else { return nil }
-            guard unlock.until > Date() else {
-                state.unlocks[client] = nil
-                return nil
-            }
-            return unlock.items.contains(reference) ? unlock.context : nil
+        let now = Self.clock()
+        return state.withLock { state in
+            guard var unlocks = state.unlocks[client] else { return nil }
+            unlocks.removeAll { $0.until <= now }
+            state.unlocks[client] = unlocks.isEmpty ? nil : unlocks
+            return unlocks.last { $0.items.contains(reference) }?.context
         }
     }
+
+    /// `client`'s unlocks no longer cover `reference` (Lock, or its
+    /// context no longer opens it).
+    func forget(_ reference: ItemReference, for client: String) {
+        state.withLock { state in
+            guard var unlocks = state.unlocks[client] else { return }
+            for index in unlocks.indices { unlocks[index].items.remove(reference) }
+            unlocks.removeAll { $0.items.isEmpty }
+            state.unlocks[client] = unlocks.isEmpty ? nil : unlocks
+        }
+    }
+
+    /// The clock unlocks expire by: the wall clock; in debug builds moved
+    /// on by the seconds in the file TOUCHSTONE_TEST_CLOCK_FILE names (the
+    /// daemon's test clock, docs/daemon.md), so that a test passes the
+    /// reuse window without sleeping through it.
+    static let clock: @Sendable () -> Date = {
+        #if TOUCHSTONE_TEST_SUPPORT
+        if let file = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_CLOCK_FILE"] {
+            return {
+                let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
+                return Date(timeIntervalSinceNow: Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0)
+            }
+        }
+        #endif
+        return { Date() }
+    }()
 
     /// Whether the item is locked for `client`: it needs authentication
     /// (or no longer opens, or does not decrypt) and `client` has not

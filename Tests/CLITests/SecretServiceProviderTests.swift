@@ -209,7 +209,8 @@ struct SecretServiceProviderTests {
             let wrong = await rig.secretTool(["lookup", "service", "door", "account", "1"])
             #expect(wrong.code != 0 && wrong.stdoutText.isEmpty)
             let dialog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            #expect(dialog.contains("GETPIN") && dialog.contains("secret-tool") && dialog.contains("Vault door"), "\(dialog)")
+            // The prompt's words (PromptWording), as the notification and the log say them.
+            #expect(dialog.contains("GETPIN") && dialog.contains("secret-tool") && dialog.contains("asks for \u{201C}Vault door\u{201D}"), "\(dialog)")
             try "\(CLISandbox.passcode)\n".write(toFile: answers, atomically: true, encoding: .utf8)
             let right = await rig.secretTool(["lookup", "service", "door", "account", "1"])
             #expect(right.code == 0 && right.stdoutText == "open-sesame", "\(right.stderr) \(rig.log)")

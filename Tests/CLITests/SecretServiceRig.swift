@@ -21,6 +21,9 @@ final class SecretServiceRig: @unchecked Sendable {
     /// `daemon`: the simulator with its touchstoned (`sim start --daemon`).
     init(daemon: Bool = false) throws {
         sandbox = try CLISandbox(startSimulator: !daemon)
+        // The provider's clock (and the daemon's) in debug builds: a test
+        // moves it on with `advanceClock` instead of sleeping.
+        sandbox.extraEnvironment["TOUCHSTONE_TEST_CLOCK_FILE"] = sandbox.root + "/clock"
         if daemon {
             let started = sandbox.run(["sim", "start", "--daemon"])
             guard started.code == 0 else { throw RigFailure("sim start --daemon: \(started.stderr)") }
@@ -136,6 +139,13 @@ final class SecretServiceRig: @unchecked Sendable {
             usleep(20_000)
         }
         return false
+    }
+
+    /// Moves the provider's clock (and the daemon's) on by `seconds`.
+    func advanceClock(_ seconds: Double) throws {
+        let file = sandbox.root + "/clock"
+        let now = Double((try? String(contentsOfFile: file, encoding: .utf8)) ?? "0") ?? 0
+        try "\(now + seconds)".write(toFile: file, atomically: true, encoding: .utf8)
     }
 
     /// The provider's log so far.

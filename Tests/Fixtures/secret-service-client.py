@@ -162,8 +162,79 @@ def foreign_session(args):
     print("foreign=%s" % theirs.header.fields.get(4, theirs.header.message_type.name))  # 4: the error name
 
 
+def unlock_set(args):
+    """unlock-set GO NAMES k=v...: as a hostile client speaks D-Bus (jeepney's raw messages, no library's checks), on one
+    connection, for each round of NAMES (rounds separated by `+`, names by `,`): of the items matching k=v, Unlock those
+    whose service is named in one call and run its prompt, then read every matching item (GetSecrets, GetSecret, Locked,
+    SearchItems) as phase `rN` (N from 1), say `read rN` on stderr and wait until the file GO + N exists (the test moves
+    the clock on); after the last round read them all again as phase `after`. Each read is a `key=value` line:
+    `PHASE:secret:SERVICE=SECRET` or `PHASE:refused:SERVICE=ERROR`, `PHASE:locked:SERVICE=BOOL`, `PHASE:secrets=SERVICE,...`
+    (what GetSecrets returned), `PHASE:search-locked=SERVICE,...`; each round's prompt gives `rN:dismissed` and
+    `rN:completed=SERVICE,...`."""
+    import os
+    from jeepney import DBusAddress, MatchRule, MessageType, new_method_call
+    from jeepney.bus_messages import message_bus
+    from jeepney.io.blocking import open_dbus_connection
+    go, rounds, query = args[0], [names.split(",") for names in args[1].split("+")], pairs(args[2:])
+    conn = open_dbus_connection(bus="SESSION")
+    service = DBusAddress("/org/freedesktop/secrets", bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Service")
+
+    def call(address, method, signature, body):
+        reply = conn.send_and_get_reply(new_method_call(address, method, signature, body))
+        if reply.header.message_type == MessageType.error:
+            return None, reply.header.fields.get(4)  # 4: the error name
+        return reply.body, None
+
+    def properties(path):
+        return DBusAddress(path, bus_name="org.freedesktop.secrets", interface="org.freedesktop.DBus.Properties")
+
+    session = call(service, "OpenSession", "sv", ("plain", ("s", "")))[0][1]
+    unlocked, locked = call(service, "SearchItems", "a{ss}", (query,))[0]
+    by_service = {}
+    for path in unlocked + locked:
+        attributes = call(properties(path), "Get", "ss", ("org.freedesktop.Secret.Item", "Attributes"))[0][0][1]
+        by_service[attributes["service"]] = path
+
+    def named(paths):
+        return ",".join(sorted(name for name, path in by_service.items() if path in paths))
+
+    def unlock(phase, names):
+        (_, prompt), _ = call(service, "Unlock", "ao", ([by_service[name] for name in names],))
+        rule = MatchRule(type="signal", interface="org.freedesktop.Secret.Prompt", member="Completed", path=prompt)
+        call(message_bus, "AddMatch", "s", (rule.serialise(),))
+        with conn.filter(rule) as signals:
+            call(DBusAddress(prompt, bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Prompt"), "Prompt", "s", ("",))
+            dismissed, (_, opened) = conn.recv_until_filtered(signals).body  # the result is a variant (ao)
+        print("%s:dismissed=%s" % (phase, dismissed))
+        print("%s:completed=%s" % (phase, named(opened)))
+
+    def read(phase):
+        paths = [by_service[name] for name in sorted(by_service)]
+        print("%s:secrets=%s" % (phase, named(call(service, "GetSecrets", "aoo", (paths, session))[0][0])))
+        for name in sorted(by_service):
+            path = by_service[name]
+            item = DBusAddress(path, bus_name="org.freedesktop.secrets", interface="org.freedesktop.Secret.Item")
+            body, error = call(item, "GetSecret", "o", (session,))
+            if body is None:
+                print("%s:refused:%s=%s" % (phase, name, error))
+            else:
+                print("%s:secret:%s=%s" % (phase, name, bytes(body[0][2]).decode()))
+            is_locked = call(properties(path), "Get", "ss", ("org.freedesktop.Secret.Item", "Locked"))[0][0][1]
+            print("%s:locked:%s=%s" % (phase, name, is_locked))
+        print("%s:search-locked=%s" % (phase, named(call(service, "SearchItems", "a{ss}", (query,))[0][1])))
+        sys.stdout.flush()
+
+    for number, names in enumerate(rounds, 1):
+        unlock("r%d" % number, names)
+        read("r%d" % number)
+        print("read r%d" % number, file=sys.stderr, flush=True)
+        while not os.path.exists(go + str(number)):
+            time.sleep(0.05)
+    read("after")
+
+
 steps = {"store": store, "search": search, "get": get, "locked-read": locked_read, "edit": edit, "delete": delete,
-         "prompt-and-wait": prompt_and_wait, "keyring": keyring_step, "chrome": chrome, "foreign-session": foreign_session}
+         "prompt-and-wait": prompt_and_wait, "unlock-set": unlock_set, "keyring": keyring_step, "chrome": chrome, "foreign-session": foreign_session}
 
 if __name__ == "__main__":
     steps[sys.argv[1]](sys.argv[2:])
