@@ -384,12 +384,12 @@ struct SecretServiceProviderTests {
         }
     }
 
-    @Test("the name: a second provider exits 1 naming the owner; with --replace it takes over and the first ends with 0")
+    @Test("the name: a second provider exits 1 naming the owner (its executable, command and pid); with --replace it takes over and the first ends with 0")
     func replace() async throws {
         try await SecretServiceRig.with() { rig in
             let first = try await rig.startProvider()
             let second = await rig.cli(["--sim", "secret-service"], timeout: 60)
-            #expect(second.code == 1 && second.stderr.contains("owned by touchstone") && second.stderr.contains("--replace"), "\(second.stderr)")
+            #expect(second.code == 1 && second.stderr.contains("/touchstone-cli (touchstone-cli, pid ") && second.stderr.contains("--replace"), "\(second.stderr)")
             let third = try rig.sandbox.start(["--sim", "secret-service", "--replace"])
             #expect(try await offPool { third.waitForStderr("serving org.freedesktop.secrets") })
             let ended = await rig.wait(first, timeout: 60)
