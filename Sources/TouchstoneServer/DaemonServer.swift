@@ -47,6 +47,8 @@ package final class DaemonServer: Sendable {
     let gates: GateStore
     /// The account each uid's vault was made for.
     let accounts: AccountStore
+    /// The locked memory clients' frames may hold, per uid and in all.
+    package let memory = MemoryBudget()
     private let sessions = Locked<[ObjectIdentifier: DaemonSession]>([:])
     private let stopping = Atomic<Bool>(false)
     /// A pipe whose read end the accept loop watches beside the listener:

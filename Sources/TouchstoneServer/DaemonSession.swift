@@ -42,6 +42,7 @@ package final class DaemonSession: Sendable {
     func start() {
         // An idle timeout ends the connection only between calls.
         let inbox = FrameInbox(reading: socket, idle: server.settings.timeout, stall: server.settings.timeout,
+                               budget: server.memory.of(uid),
                                mayIdle: { self.busy.load(ordering: .relaxed) })
         Task { await self.run(inbox) }
     }

@@ -91,6 +91,67 @@ struct DaemonFrameLimitsTests {
             withExtendedLifetime(stalled) {}
         }
     }
+@Test("32 frames of 1.3 MB, each sent but for its last byte, by one user: the daemon locks at most that user's budget (four such frames, VmLck), refuses the rest with a clear error, serves another user meanwhile, and serves the first again once its frames went")
+    func lockedMemoryBudgetPerUser() async throws {
+        try await blockingTest {
+            let rig = try DaemonRig(startDaemon: false)
+            defer { rig.close() }
+            try rig.startDaemon(extraArguments: ["--timeout", "30"])
+            let daemon = try #require(rig.daemon?.pid)
+            func lockedKiB() -> Int {
+                let status = (try? String(contentsOfFile: "/proc/\(daemon)/status", encoding: .utf8)) ?? ""
+                let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
+                return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+            }
+            // The path works: a whole frame from this user is answered.
+            do {
+                let first = try RawClient(rig.socket)
+                first.sendRaw(Self.statusFrame)
+                #expect(try first.receive().json["success"] != nil)
+            }
+
+            let before = lockedKiB()
+            let length = 1_300_000
+            let body: [UInt8] = [2, 1] + Self.bigEndian(200) + Array(repeating: 0x20, count: length - 7)
+            var connections: [RawConnection] = []
+            for _ in 0..<32 {
+                let connection = try RawConnection(rig.socket)
+                connection.send(Self.bigEndian(length) + body)
+                connections.append(connection)
+            }
+            var refused = 0, open = 0
+            for connection in connections {
+                let (closed, bytes) = connection.readUntilClosed(seconds: 0.2)
+                if closed {
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    #expect(text.contains("hold the locked memory the daemon gives one user"), "\(text)")
+                    refused += 1
+                } else {
+                    open += 1
+                }
+            }
+            // Four frames fit the budget (4 x 1.25 MiB); the rest were refused.
+            #expect(open <= 4 && refused >= 28, "\(open) open, \(refused) refused")
+            let during = lockedKiB()
+            // 32 such frames would lock about 41 MB (here the daemon's
+            // RLIMIT_MEMLOCK, 8 MiB unless raised, stops it first); the
+            // budget is 5 MiB.
+            #expect(during - before < 6 * 1024, "VmLck grew from \(before) to \(during) KiB")
+
+            // Another user is served meanwhile.
+            try rig.setUp(rig.alice)
+            #expect(rig.run(rig.alice, ["add", "note", "alice", "--access", "none"], stdin: Array("alice-note".utf8)).code == 0)
+            #expect(rig.run(rig.alice, ["get", "note", "alice"]).stdoutText == "alice-note", "another user was not served")
+
+            // The stalled frames go with their connections: this user is served again.
+            connections.removeAll()
+            #expect(blockingEventually {
+                guard let again = try? RawClient(rig.socket) else { return false }
+                again.sendRaw(Self.statusFrame)
+                return (try? again.receive().json["success"]) != nil
+            }, "the budget was not given back")
+        }
+    }
 }
 
 extension RawClient {

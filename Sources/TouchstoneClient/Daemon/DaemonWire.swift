@@ -55,6 +55,9 @@ package enum DaemonWire {
         /// The version byte it is sent with (another only to refuse an
         /// older peer in its own framing).
         package var version = DaemonWire.version
+        /// The locked memory this frame holds of its sender's budget, given
+        /// back when the last copy of the frame goes (a received frame only).
+        package var hold: FrameHold?
 
         package init(kind: Kind, control: Data, secrets: [SecureBytes] = []) {
             self.kind = kind
@@ -203,6 +206,9 @@ package enum DaemonWireError: Error, Sendable, Hashable, CustomStringConvertible
     /// Nothing (or not the rest of a frame) arrived in time.
     case timedOut
     case tooLarge(Int)
+    /// A frame whose bytes would pass its sender's budget of locked memory
+    /// (the frames of the same user in flight hold the rest).
+    case overBudget(Int)
     case version(UInt8)
     case malformed(String)
     /// A system call failed: which, and the kernel's error.
@@ -215,6 +221,7 @@ package enum DaemonWireError: Error, Sendable, Hashable, CustomStringConvertible
         case .closed: "the connection was closed"
         case .timedOut: "the peer sent nothing in time"
         case .tooLarge(let n): "a frame of \(n) bytes, more than \(DaemonWire.maximumBody)"
+        case .overBudget(let n): "a frame of \(n) bytes while this user's other requests in flight hold the locked memory the daemon gives one user: wait for them to finish"
         case .version(let v): "the peer speaks protocol version \(v) and this side \(DaemonWire.version): touchstone and touchstoned must come from the same release"
         case .malformed(let why): "malformed message: \(why)"
         case .call(let call, let errno): "\(call): \(errno)"

@@ -16,12 +16,13 @@ package final class FrameInbox: Sendable {
     /// `idle`: how long the peer may stay silent between frames while
     /// `mayIdle` is false (nil: forever); `stall`: how long a frame may take
     /// once begun.
-    package init(reading socket: FrameSocket, idle: Duration?, stall: Duration,
+    /// `budget`: the locked memory the peer's frames may hold.
+    package init(reading socket: FrameSocket, idle: Duration?, stall: Duration, budget: (any FrameBudget)? = nil,
                  mayIdle: @escaping @Sendable () -> Bool = { false }) {
         startDetachedThread(name: "touchstone-socket") { [self] in
             while true {
                 do {
-                    deliver(try socket.receive(idle: idle, stall: stall, keepWaiting: mayIdle))
+                    deliver(try socket.receive(idle: idle, stall: stall, budget: budget, keepWaiting: mayIdle))
                 } catch {
                     finish(error as? DaemonWireError ?? .closed)
                     return

@@ -100,7 +100,9 @@ package final class FrameSocket: Sendable {
     /// frame, not for each read: a byte now and then keeps nothing open).
     /// The body's locked memory is taken as its bytes arrive, not as its
     /// length announces.
-    package func receive(idle: Duration?, stall: Duration,
+    /// `budget`: the sender's locked memory, taken chunk by chunk as the
+    /// body arrives (`.overBudget` when it runs out) and held by the frame.
+    package func receive(idle: Duration?, stall: Duration, budget: (any FrameBudget)? = nil,
                          keepWaiting: () -> Bool = { false }) throws(DaemonWireError) -> DaemonWire.Frame {
         while true {
             do {
@@ -120,8 +122,12 @@ package final class FrameSocket: Sendable {
         guard length <= DaemonWire.maximumBody else { throw .tooLarge(length) }
         var chunks: [SecureBytes] = []
         var received = 0
+        // Given back if the frame goes (whole or not); kept by it otherwise.
+        let hold = budget.map { FrameHold(budget: $0) }
         while received < length {
-            let chunk = SecureBytes(count: min(length - received, Self.chunk))
+            let size = min(length - received, Self.chunk)
+            if let hold, !hold.take(size) { throw .overBudget(length) }
+            let chunk = SecureBytes(count: size)
             let read: Result<Void, DaemonWireError> = chunk.withUnsafeMutableBytes { raw in
                 Result { () throws(DaemonWireError) in try self.read(into: raw, until: deadline) }
             }
@@ -138,7 +144,9 @@ package final class FrameSocket: Sendable {
                 at += chunk.count
             }
         }
-        return try DaemonWire.Frame.parse(body)
+        var frame = try DaemonWire.Frame.parse(body)
+        frame.hold = hold
+        return frame
     }
 
     /// How much of a body is read into one piece of locked memory at a time.
@@ -184,4 +192,29 @@ package final class FrameSocket: Sendable {
         guard !isShut.exchange(true, ordering: .relaxed) else { return }
         Glibc.shutdown(fd, Int32(SHUT_RDWR))
     }
+}
+
+/// Locked memory a peer's frames may hold: taken as their bytes arrive,
+/// given back when the frames go.
+package protocol FrameBudget: Sendable {
+    /// Takes `bytes`; false (nothing taken) when that would pass the budget.
+    func take(_ bytes: Int) -> Bool
+    func give(_ bytes: Int)
+}
+
+/// What one frame took of a budget, given back when it goes.
+package final class FrameHold: Sendable {
+    private let budget: any FrameBudget
+    private let taken = Locked(0)
+
+    package init(budget: any FrameBudget) { self.budget = budget }
+
+    /// Takes `bytes` more for the frame; false when the budget has not them.
+    package func take(_ bytes: Int) -> Bool {
+        guard budget.take(bytes) else { return false }
+        taken.withLock { $0 += bytes }
+        return true
+    }
+
+    deinit { budget.give(taken.withLock { $0 }) }
 }
