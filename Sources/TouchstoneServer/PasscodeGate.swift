@@ -117,37 +117,39 @@ package final class PasscodeGate: Sendable {
         return failures
     }
 
-    /// One attempt of `uid`'s with `passcode`, as one step: in one
-    /// transaction, under the database's lock (which serialises every use
-    /// of the daemon's database, so two attempts never interleave), the
-    /// throttle is checked, the passcode judged by the verifier and, when
-    /// it is wrong or the verifier cannot tell (the TPM decides), a failure
-    /// written, all before the answer is returned (as Android's Gatekeeper
-    /// records the failure before it releases the verify result). An
-    /// undecided attempt's failure is cleared by `recordSuccess` when the
-    /// TPM accepts the passcode, or given back by `refund` when the TPM did
-    /// not judge it. `knownRight`: the engine knows the passcode is right
-    /// (its warm one): not verified again. `writesNV`: the operation writes
-    /// the TPM's NV (passcode set, change, remove): a slot of the NV rate
-    /// limit is taken too. Throws `.passcodeThrottled` while refused and
+    /// One attempt of `uid`'s with `passcode`, counted before it is
+    /// judged (as Android's Gatekeeper records the failure before it
+    /// releases the verify result): in one transaction, under the
+    /// database's lock (which serialises every use of the daemon's
+    /// database), the throttle is checked and a failure written; only once
+    /// that is on disk is the passcode judged by the verifier, and a right
+    /// one gives its failure back. So parallel attempts are judged at most
+    /// `freeTries` times, and a daemon that cannot record an attempt refuses
+    /// it, right or wrong: a full disk tells nobody which passcode is right.
+    /// An undecided attempt (no verifier: the TPM decides) stays counted
+    /// until `recordSuccess` clears it when the TPM accepts the passcode, or
+    /// `refund` gives it back when the TPM did not judge it. `knownRight`:
+    /// the engine knows the passcode is right (its warm one): not verified
+    /// again, still counted first. `writesNV`: the operation writes the
+    /// TPM's NV (passcode set, change, remove): a slot of the NV rate limit
+    /// is taken too. Throws `.passcodeThrottled` while refused and
     /// `.storage` when the database cannot be read or written (the attempt
     /// is refused).
     package func admit(_ uid: UInt32, _ passcode: SecureBytes, knownRight: Bool = false,
                        writesNV: Bool = false) throws(AuthenticationError) -> PasscodeAdmission {
         do {
-            return try database.transaction { () throws -> PasscodeAdmission in
+            let earlier = try database.transaction { () throws -> Int in
                 let earlier = try checking(uid)
                 if writesNV { try takingNVSlot(uid) }
-                if knownRight { return .right(clearing: earlier > 0) }
-                switch try verifying(uid, passcode) {
-                case true?: return .right(clearing: earlier > 0)
-                case false?:
-                    _ = try failing(uid)
-                    return .wrong
-                case nil:
-                    _ = try failing(uid)
-                    return .undecided
-                }
+                _ = try failing(uid)
+                return earlier
+            }
+            switch knownRight ? true : try verifying(uid, passcode) {
+            case true?:
+                refund(uid)
+                return .right(clearing: earlier > 0)
+            case false?: return .wrong
+            case nil: return .undecided
             }
         } catch let error as AuthenticationError {
             throw error

@@ -149,9 +149,11 @@ final class DaemonRig {
     /// Starts `touchstoned` as the daemon's user and waits until it listens.
     /// `capabilities`: the daemon keeps these (setpriv's names), as a
     /// unit's AmbientCapabilities= would give them.
-    func startDaemon(extraArguments: [String] = [], extraEnvironment: [String: String] = [:],
+    /// `arguments`: where its state, TPM and reader are (the rig's home
+    /// and simulator unless given).
+    func startDaemon(arguments: [String]? = nil, extraArguments: [String] = [], extraEnvironment: [String: String] = [:],
                      capabilities: [String] = []) throws {
-        let running = try CLIProcess.start(["--home", daemonHome, "--sim", "--socket", socket] + extraArguments,
+        let running = try CLIProcess.start((arguments ?? ["--home", daemonHome, "--sim"]) + ["--socket", socket] + extraArguments,
                                            environment: environment(home: daemonHome, extra: extraEnvironment), scratch: scratch,
                                            wrapper: try daemonUser.wrapper(ambient: capabilities), program: touchstoned)
         daemon = running

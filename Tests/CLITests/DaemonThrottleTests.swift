@@ -129,3 +129,49 @@ extension DaemonThrottleTests {
         }
     }
 }
+
+/// The daemon's own disk full: the throttle cannot record an attempt, so
+/// it refuses it, and nothing is lost.
+@Suite("touchstoned on a full disk")
+struct DaemonFullDiskTests {
+    @Test("the daemon's home on a 4 MiB tmpfs: a wrong passcode is counted (exit 2) and the right one opens; with the disk full, a wrong passcode is refused with the storage error (never judged: the TPM's failed tries stay 0), and so is the right one; with space again, the right passcode opens the item, which was kept")
+    func fullDisk() async throws {
+        try await blockingTest {
+            let rig = try DaemonRig(startDaemon: false)
+            defer { rig.close() }
+            let home = rig.root + "/small"
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
+            guard mount("tmpfs", home, "tmpfs", 0, "size=4m,mode=0700,uid=\(rig.daemonUser.uid),gid=\(rig.daemonUser.gid)") == 0 else {
+                throw RigFailure("mount tmpfs on \(home): \(String(cString: strerror(errno))) (the test runs as root, as CI does)")
+            }
+            defer { umount2(home, Int32(MNT_DETACH)) }
+            // The daemon's state there; its TPM and reader the rig's simulator's.
+            let simulator = rig.daemonHome + "/sim"
+            try rig.startDaemon(arguments: ["--home", home, "--tpm", "swtpm:path=\(simulator)/tpm/sock",
+                                            "--reader", "virtual:\(simulator)/reader"])
+            let alice = rig.alice
+            try rig.setUp(alice)
+            #expect(rig.run(alice, ["add", "mail", "me", "--access", "passcode"], stdin: Array("alice-secret".utf8)).code == 0)
+            let arguments = ["get", "mail", "me", "--passcode-fd", "0"]
+            #expect(rig.run(alice, arguments, stdin: CLISandbox.line("wrong")).code == 2, "a wrong passcode is judged")
+            #expect(rig.run(alice, arguments, stdin: CLISandbox.line(DaemonRig.passcode)).stdoutText == "alice-secret")
+
+            // Fill the disk.
+            let filler = home + "/filler"
+            _ = try Swtpm.run("/bin/dd", ["if=/dev/zero", "of=\(filler)", "bs=64k", "status=none"])
+            let wrong = rig.run(alice, arguments, stdin: CLISandbox.line("wrong"))
+            #expect(wrong.code != 2 && wrong.code != 0, "\(wrong.code): \(wrong.stderr)")
+            #expect(wrong.stderr.contains("cannot record passcode attempts"), "\(wrong.stderr)")
+            let right = rig.run(alice, arguments, stdin: CLISandbox.line(DaemonRig.passcode))
+            #expect(right.code != 0 && right.stdout.isEmpty, "\(right.code): \(right.stderr)")
+            let status = rig.run(rig.alice, ["--json", "status"])
+            let tpm = (try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any])?["tpm"] as? [String: Any]
+            #expect(tpm?["failedTries"] as? Int == 0, "\(status.stdoutText)")
+
+            // Space again: nothing was lost.
+            try FileManager.default.removeItem(atPath: filler)
+            let after = rig.run(alice, arguments, stdin: CLISandbox.line(DaemonRig.passcode))
+            #expect(after.stdoutText == "alice-secret", "\(after.code): \(after.stderr)")
+        }
+    }
+}

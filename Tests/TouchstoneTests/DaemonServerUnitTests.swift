@@ -168,7 +168,7 @@ struct DaemonServerUnitTests {
         #expect(throws: AuthenticationError.self) { try gate.admit(7, right) }
     }
 
-    @Test("the gate on a full disk (its database on a 1 MiB tmpfs, filled up): a wrong passcode is refused with the storage error, never admitted uncounted; with space again it is judged and counted")
+    @Test("the gate on a full disk (its database on a 1 MiB tmpfs, filled up): a wrong passcode is refused with the storage error, never admitted uncounted, and so is the right one (known right or not: no oracle); with space again they are judged, the wrong one counted")
     func passcodeGateFullDisk() throws {
         let folder = try makeTemporaryDirectory("tsgatefull")
         defer { try? FileManager.default.removeItem(atPath: folder) }
@@ -201,11 +201,17 @@ struct DaemonServerUnitTests {
             }
             #expect(failure.message.contains("cannot record passcode attempts"), "\(failure)")
         }
+        for knownRight in [false, true] {
+            #expect(throws: AuthenticationError.self, "the right passcode on a full disk (known right: \(knownRight))") {
+                try gate.admit(7, right, knownRight: knownRight)
+            }
+        }
         #expect(gate.failures(7) == 1)
 
         unlink(fill)
         #expect(try gate.admit(7, wrong) == .wrong, "space again: judged")
         #expect(gate.failures(7) == 2, "and counted")
+        #expect(try gate.admit(7, right) == .right(clearing: true), "the right one too")
     }
 
     @Test("the NV-write rate limit: five passcode sets, changes or removes a minute per uid, the sixth refused with when to retry (the right passcode too), another uid not held; the window moves with the gate's clock")
