@@ -64,7 +64,8 @@ struct FailureCodeTests {
             #expect(next.stdoutText == "kept")
             if throughDaemon {
                 let log = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
-                #expect(log.contains("(touchstone-get): get: ok"), "the gets went through the daemon: \(log)")
+                #expect(log.split(separator: "\n").contains { $0.contains("/touchstone-get (touchstone-get, pid ") && $0.contains("): get: ok") },
+                        "the gets went through the daemon: \(log)")
             }
         }
     }

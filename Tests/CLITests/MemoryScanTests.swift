@@ -234,7 +234,7 @@ struct MemoryScanTests {
             let signed = try CLIProcess.start(["-Y", "sign", "-f", pub, "-n", "file", message], environment: environment,
                                               scratch: scratch, program: "/usr/bin/ssh-keygen").wait()
             try #require(signed.code == 0, "\(signed.stderr) \(agent.stderrSoFar)")
-            #expect(Self.waitForText(agentLog, "signed for ssh-keygen"))
+            #expect(Self.waitForText(agentLog, "signed for /usr/bin/ssh-keygen (ssh-keygen, pid "))
 
             let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
             let vault = try Vault(home: URL(fileURLWithPath: sandbox.home), tpm: tpm)

@@ -56,7 +56,7 @@ struct SSHAgentCLITests {
 
             let signed = rig.runTouching(SSHAgentRig.owner, "/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", message])
             #expect(signed.code == 0, "\(signed.stderr)")
-            #expect(rig.agent?.stderrSoFar.contains("ssh-keygen (pid ") == true, "the prompt names the requesting process")
+            #expect(rig.agent?.stderrSoFar.contains("/usr/bin/ssh-keygen (ssh-keygen, pid ") == true, "the prompt names the requesting process by its executable")
             let verify = "exec ssh-keygen -Y verify -f \"$1\" -I \"$2\" -n file -s \"$3\" < \"$4\""
             let good = rig.run("/bin/sh", ["-c", verify, "sh", allowed, "alice@touchstone", message + ".sig", message])
             #expect(good.code == 0 && good.stdoutText.contains("Good \"file\" signature for alice@touchstone"), "\(good.stdoutText) \(good.stderr)")
@@ -67,7 +67,7 @@ struct SSHAgentCLITests {
             let refused = rig.runTouching(SSHAgentRig.stranger, "/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", message])
             #expect(refused.code != 0 && refused.stderr.contains("agent refused operation"), "\(refused.stderr)")
             #expect(!FileManager.default.fileExists(atPath: message + ".sig"))
-            #expect(rig.agent?.stderrSoFar.contains("refused ssh-keygen") == true)
+            #expect(rig.agent?.stderrSoFar.contains("refused /usr/bin/ssh-keygen (ssh-keygen, pid ") == true)
         }
     }
 
