@@ -6,7 +6,9 @@ import TouchstoneFingerprint
 enum ReaderTarget: Sendable, Hashable {
     case automatic
     case id(String)
-    case virtual(socket: String)
+    /// A virtual reader: its socket, and which of libfprint's it is (as
+    /// recorded beside the socket: `sim start --reader-kind`).
+    case virtual(socket: String, kind: VirtualReaderKind)
 
     /// `preparing`: create the simulator's folders, where its reader's
     /// socket and claim go (not for a look that opens nothing).
@@ -14,12 +16,12 @@ enum ReaderTarget: Sendable, Hashable {
         switch configuration.reader {
         case .automatic: self = .automatic
         case .id(let id): self = .id(id)
-        case .virtual(let socket): self = .virtual(socket: socket)
+        case .virtual(let socket): self = .virtual(socket: socket, kind: VirtualReaderKind(recordedFor: socket))
         case .simulator:
             let layout = configuration.simulator.layout
             try layout.checkPaths()
             if preparing { try layout.createDirectories() }
-            self = .virtual(socket: layout.readerSocket)
+            self = .virtual(socket: layout.readerSocket, kind: VirtualReaderKind(recordedFor: layout.readerSocket))
         }
     }
 
@@ -27,7 +29,9 @@ enum ReaderTarget: Sendable, Hashable {
     /// when named).
     func makeBackend() -> LibfprintReader {
         switch self {
-        case .virtual(let socket): LibfprintReader(virtualReaders: .init(device: socket))
+        case .virtual(let socket, .device): LibfprintReader(virtualReaders: .init(device: socket))
+        case .virtual(let socket, .storage): LibfprintReader(virtualReaders: .init(storage: socket))
+        case .virtual(let socket, .image): LibfprintReader(virtualReaders: .init(image: socket))
         case .automatic, .id: LibfprintReader()
         }
     }
@@ -35,7 +39,7 @@ enum ReaderTarget: Sendable, Hashable {
     /// This reader among those libfprint lists.
     func choose(among readers: [ReaderInfo]) -> ReaderInfo? {
         switch self {
-        case .virtual: readers.first { $0.driver == "virtual_device" }
+        case .virtual(_, let kind): readers.first { $0.driver == kind.driver }
         case .automatic: readers.first
         case .id(let id): readers.first { $0.identity.description == id || $0.deviceID == id }
         }
@@ -58,7 +62,7 @@ struct ReaderConnection: Sendable {
     /// Opens `target`'s reader, claimed, for `user`'s prints.
     static func open(_ target: ReaderTarget, user: String) async throws(FingerprintError) -> ReaderConnection {
         var claim: VirtualReaderClaim?
-        if case .virtual(let socket) = target {
+        if case .virtual(let socket, _) = target {
             // libfprint's virtual reader takes its socket over from any
             // process that has it open: claim it first, as a USB reader is
             // claimed, and report busy when another process holds it.
@@ -101,7 +105,7 @@ struct ReaderConnection: Sendable {
             if let reader = target.choose(among: readers) {
                 status.id = reader.identity.description
                 status.name = reader.name
-                if case .virtual(let socket) = target, VirtualReaderClaim.isHeld(socket: socket) {
+                if case .virtual(let socket, _) = target, VirtualReaderClaim.isHeld(socket: socket) {
                     status.reason = "busy: another touchstone process has it open"
                 } else {
                     status.available = true
