@@ -28,6 +28,8 @@ package final class DaemonServer: Sendable {
         /// Most connections at once, and per uid.
         package var maximumConnections = 512
         package var maximumConnectionsPerUser = 32
+        /// Reads an import's prints in a process of its own.
+        package var printChecker: any PrintChecking = ChildPrintChecker()
 
         package init(home: URL, tpm: TPMSelection, reader: ReaderSelection, timeout: Duration) {
             self.home = home
@@ -211,7 +213,7 @@ actor UserEngines {
         let gate = try gates.gate(for: uid, vaultExists: FileManager.default.fileExists(
             atPath: configuration.home.appendingPathComponent("vault.sqlite").path), tcti: tcti)
         let hooks = DaemonModeHooks(throttle: UserThrottle(gate: throttle, uid: uid), warm: warm.of(uid),
-                                    readerChoice: settings.readerChoice)
+                                    readerChoice: settings.readerChoice, printChecker: settings.printChecker)
         return try await InProcessEngine.open(configuration, gate: gate, daemon: hooks)
     }
 

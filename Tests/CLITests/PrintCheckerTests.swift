@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+import TestRigs
+import Testing
+import Touchstone
+import TouchstoneServer
+
+/// `touchstoned --check-prints`, the daemon's print checker, run as the
+/// daemon runs it: a request on stdin, a reply on stdout. Its confinement
+/// probed from inside (debug hooks, TOUCHSTONE_TEST_PRINT_CHECK=1: a print
+/// whose bytes are `test:...` makes it try a call before or after it
+/// confined itself, and say on stderr what happened).
+@Suite("The print checker: libfprint's reading, confined")
+struct PrintCheckerTests {
+    static func checker(_ prints: [[UInt8]], hooks: Bool = false) throws -> CLIResult {
+        let scratch = try makeTemporaryDirectory("pc")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        var environment = ["SWIFT_BACKTRACE": "enable=no"]
+        if hooks { environment["TOUCHSTONE_TEST_PRINT_CHECK"] = "1" }
+        return try CLIProcess.start(["--check-prints"], stdin: PrintCheckWire.request(prints), environment: environment,
+                                    scratch: scratch, program: DaemonRig.daemonBinary).wait(timeout: 60)
+    }
+
+    @Test("a real print is read and re-serialized (virtual_device/0, right-thumb), and its re-serialization reads back the same; junk is refused with libfprint's reason; in the same process, under the confinement")
+    func readsPrints() throws {
+        let mallory = try DaemonPrintCheckTests.mallory
+        let result = try Self.checker([mallory, Array("not a print".utf8), Array("FP".utf8)])
+        #expect(result.code == 0, "\(result.stderr)")
+        let readings = try PrintCheckWire.readings(inReply: result.stdout, expected: 3)
+        guard case .read(let driver, let deviceID, let finger, let data) = readings[0] else {
+            Issue.record("the real print: \(readings[0])")
+            return
+        }
+        #expect(driver == "virtual_device" && deviceID == "0" && finger == .rightThumb && !data.isEmpty)
+        #expect(readings[1] == .refused("libfprint cannot read it (Data could not be parsed)"))
+        #expect(readings[2] == .refused("the print data is truncated (2 bytes)"))
+        let again = try Self.checker([data])
+        #expect(try PrintCheckWire.readings(inReply: again.stdout, expected: 1) == [readings[0]])
+    }
+
+    @Test("once confined it cannot open a file (EPERM) where just before it could; a socket kills it (SIGSYS); without the hooks' variable the markers are junk prints")
+    func confined() throws {
+        let mallory = try DaemonPrintCheckTests.mallory
+        let opening = try Self.checker([Array("test:open-before".utf8), Array("test:open-after".utf8), mallory], hooks: true)
+        #expect(opening.code == 0, "\(opening.stderr)")
+        #expect(opening.stderr.contains("test: open /etc/passwd before confinement: opened"), "\(opening.stderr)")
+        #expect(opening.stderr.contains("test: open /etc/passwd after confinement: Operation not permitted"), "\(opening.stderr)")
+        let readings = try PrintCheckWire.readings(inReply: opening.stdout, expected: 3)
+        if case .read = readings[2] {} else { Issue.record("the real print after the probes: \(readings[2])") }
+
+        let socket = try Self.checker([Array("test:socket-after".utf8), mallory], hooks: true)
+        #expect(socket.code == 128 + SIGSYS, "\(socket.code): \(socket.stderr)")
+        #expect(!socket.stderr.contains("socket after confinement"), "\(socket.stderr)")
+        #expect(socket.stdout.isEmpty)
+
+        let plain = try Self.checker([Array("test:open-after".utf8), Array("test:socket-after".utf8)])
+        #expect(plain.code == 0 && !plain.stderr.contains("test:"), "\(plain.stderr)")
+        #expect(try PrintCheckWire.readings(inReply: plain.stdout, expected: 2).allSatisfy { if case .refused = $0 { true } else { false } })
+    }
+
+    @Test("the daemon's side: ChildPrintChecker spawns the checker (clean environment, pipes), reads both passes, and refuses a checker that is not there")
+    func parentSide() throws {
+        var checker = ChildPrintChecker()
+        checker.executable = DaemonRig.daemonBinary
+        let readings = try checker.check([try DaemonPrintCheckTests.mallory, Array("junk".utf8)])
+        guard readings.count == 2, case .read(_, _, .rightThumb?, _) = readings[0], case .refused = readings[1] else {
+            Issue.record("\(readings)")
+            return
+        }
+        checker.executable = "/nonexistent/touchstoned"
+        #expect { try checker.check([try DaemonPrintCheckTests.mallory]) } throws: { error in
+            "\(error)".contains("cannot start the print checker")
+        }
+    }
+}
