@@ -28,7 +28,7 @@ struct DaemonPrintCheckTests {
 
             let answer = try root.importFingers(["right-thumb"], prints: [try Self.mallory])
             #expect(answer.json["success"] != nil, "\(answer.json)")
-            #expect(try root.run(["fingers", "--json"]).stdoutText == #"["right-thumb"]"#)
+            #expect(try root.fingers() == ["right-thumb"])
             #expect(try root.run(["add", "bank", "root", "--access", "biometry-any"], stdin: Array("root-bank".utf8)).code == 0)
             let opened = try root.withTouch("mallory", ["get", "bank", "root"])
             #expect(opened.code == 0 && opened.stdoutText == "root-bank", "\(opened.stderr)")
@@ -53,13 +53,13 @@ struct DaemonPrintCheckTests {
             let otherReader = root.refusal(try root.importFingers(["right-thumb"], prints: [try Self.mallory], driver: "goodixmoc"))
             #expect(otherReader.contains("is libfprint's print of right-thumb on virtual_device/0"), "\(otherReader)")
             // Nothing stored; the daemon serves root and alice.
-            #expect(try root.run(["fingers", "--json"]).stdoutText == "[]")
+            #expect(try root.fingers() == [])
             #expect(rig.daemon?.poll() == nil, "the daemon exited")
             #expect(rig.run(rig.alice, ["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode)).code == 0)
 
             // The same path with the real print, as what it is.
             #expect(try root.importFingers(["right-thumb"], prints: [try Self.mallory]).json["success"] != nil)
-            #expect(try root.run(["fingers", "--json"]).stdoutText == #"["right-thumb"]"#)
+            #expect(try root.fingers() == ["right-thumb"])
         }
     }
 
@@ -85,10 +85,10 @@ struct DaemonPrintCheckTests {
             let hung = root.refusal(try hanging.receive())
             #expect(hung.contains("the print checker did not finish within 10 s and was killed"), "\(hung)")
 
-            #expect(try root.run(["fingers", "--json"]).stdoutText == "[]")
+            #expect(try root.fingers() == [])
             #expect(rig.daemon?.poll() == nil, "the daemon exited")
             #expect(try root.importFingers(["right-thumb"], prints: [try Self.mallory]).json["success"] != nil)
-            #expect(try root.run(["fingers", "--json"]).stdoutText == #"["right-thumb"]"#)
+            #expect(try root.fingers() == ["right-thumb"])
             #expect(rig.run(rig.alice, ["status"]).code == 0)
         }
     }
@@ -113,6 +113,13 @@ struct RootClient {
     }
 
     func run(_ arguments: [String], stdin: [UInt8] = []) throws -> CLIResult { try start(arguments, stdin: stdin).wait() }
+
+    /// The enrolled fingers (`fingers --json`).
+    func fingers() throws -> [String] {
+        let listed = try run(["fingers", "--json"])
+        guard listed.code == 0 else { throw RigFailure("fingers: \(listed.stderr)") }
+        return try JSONDecoder().decode([String].self, from: Data(listed.stdout))
+    }
 
     /// Runs a command that waits for a touch and touches with `id`.
     func withTouch(_ id: String, _ arguments: [String]) throws -> CLIResult {
