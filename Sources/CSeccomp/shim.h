@@ -11,6 +11,7 @@
 // SCMP_ACT_ERRNO and SCMP_ACT_KILL_PROCESS are macros Swift does not import.
 static inline uint32_t ts_scmp_act_errno(uint16_t error) { return SCMP_ACT_ERRNO(error); }
 static inline uint32_t ts_scmp_act_kill_process(void) { return SCMP_ACT_KILL_PROCESS; }
+static inline uint32_t ts_scmp_act_kill_thread(void) { return SCMP_ACT_KILL_THREAD; }
 static inline uint32_t ts_scmp_act_allow(void) { return SCMP_ACT_ALLOW; }
 
 // prctl is variadic.

@@ -17,7 +17,7 @@ import Glibc
 /// 3 the confinement could not be entered (nothing was checked).
 package enum PrintCheckChild {
     /// The address space it may use: the runtime and libraries mapped at
-    /// start (about 300 MiB of mostly reserved space, measured) and room for
+    /// start (about 140 MiB, measured on a debug build) and ample room for
     /// ten prints, well short of what a runaway deserializer would take.
     static let addressSpace: rlim_t = 1 << 30
     /// CPU seconds: SIGXCPU at the first bound, SIGKILL at the second.

@@ -38,7 +38,13 @@ enum PrintCheckConfinement {
     /// privileges). The filter holds for this process for good.
     static func enter() throws(Failure) {
         guard ts_set_no_new_privs() == 0 else { throw Failure(description: "prctl(PR_SET_NO_NEW_PRIVS): \(String(cString: strerror(errno)))") }
-        guard let filter = seccomp_init(ts_scmp_act_kill_process()) else { throw Failure(description: "seccomp_init failed") }
+        // Where seccomp(2) itself is filtered (systemd's @system-service
+        // lacks it), libseccomp loads through prctl and cannot ask whether
+        // the kernel kills whole processes: then the thread is killed,
+        // which is the process (the checker runs one thread).
+        guard let filter = seccomp_init(ts_scmp_act_kill_process()) ?? seccomp_init(ts_scmp_act_kill_thread()) else {
+            throw Failure(description: "seccomp_init failed")
+        }
         defer { seccomp_release(filter) }
         let allow = ts_scmp_act_allow()
         for name in allowed { try rule(filter, allow, name) }
