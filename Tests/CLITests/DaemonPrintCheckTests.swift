@@ -24,7 +24,7 @@ struct DaemonPrintCheckTests {
             let rig = try DaemonRig()
             defer { rig.close() }
             let root = try RootClient(rig)
-            #expect(try root.run(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode)).code == 0)
+            try root.setPasscode()
 
             let answer = try root.importFingers(["right-thumb"], prints: [try Self.mallory])
             #expect(answer.json["success"] != nil, "\(answer.json)")
@@ -43,7 +43,7 @@ struct DaemonPrintCheckTests {
             let rig = try DaemonRig()
             defer { rig.close() }
             let root = try RootClient(rig)
-            #expect(try root.run(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode)).code == 0)
+            try root.setPasscode()
 
             let garbage = root.refusal(try root.importFingers(["left-thumb"], prints: [Array("not a print".utf8)]))
             #expect(garbage.contains("the print of left-thumb is not one libfprint reads (libfprint cannot read it"), "\(garbage)")
@@ -70,7 +70,7 @@ struct DaemonPrintCheckTests {
             defer { rig.close() }
             try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_PRINT_CHECK": "1"])
             let root = try RootClient(rig)
-            #expect(try root.run(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode)).code == 0)
+            try root.setPasscode()
 
             let crashed = root.refusal(try root.importFingers(["right-thumb"], prints: [Array("test:abort".utf8)]))
             #expect(crashed.contains("the print checker crashed (signal 6"), "\(crashed)")
@@ -113,6 +113,12 @@ struct RootClient {
     }
 
     func run(_ arguments: [String], stdin: [UInt8] = []) throws -> CLIResult { try start(arguments, stdin: stdin).wait() }
+
+    /// Sets this vault's passcode (`DaemonRig.passcode`).
+    func setPasscode() throws {
+        let set = try run(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode))
+        guard set.code == 0 else { throw RigFailure("passcode set: \(set.stderr)") }
+    }
 
     /// The enrolled fingers (`fingers --json`).
     func fingers() throws -> [String] {
