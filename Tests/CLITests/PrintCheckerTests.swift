@@ -58,12 +58,18 @@ struct PrintCheckerTests {
         #expect(try PrintCheckWire.readings(inReply: plain.stdout, expected: 2).allSatisfy { if case .refused = $0 { true } else { false } })
     }
 
-    @Test("the daemon's side: ChildPrintChecker spawns the checker (clean environment, pipes), reads both passes, and refuses a checker that is not there")
+    @Test("the daemon's side: ChildPrintChecker spawns the checker (clean environment, pipes), reads a print in two passes, a junk one in one, and refuses a checker that is not there")
     func parentSide() throws {
         var checker = ChildPrintChecker()
         checker.executable = DaemonRig.daemonBinary
+        // Both passes: the print, then libfprint's serialization of it.
+        let read = try checker.check([try DaemonPrintCheckTests.mallory])
+        guard read.count == 1, case .read("virtual_device", "0", .rightThumb?, let data) = read[0], !data.isEmpty else {
+            Issue.record("\(read)")
+            return
+        }
         let readings = try checker.check([try DaemonPrintCheckTests.mallory, Array("junk".utf8)])
-        guard readings.count == 2, case .read(_, _, .rightThumb?, _) = readings[0], case .refused = readings[1] else {
+        guard readings.count == 2, readings[0] == read[0], case .refused = readings[1] else {
             Issue.record("\(readings)")
             return
         }
