@@ -137,6 +137,17 @@ extension PrintCheckChild {
                 PrintCheckChild.report("test: socket after confinement: \(descriptor >= 0 ? "opened" : String(cString: strerror(errno)))")
             }
             if markers.contains("test:abort") { abort() }
+            if markers.contains("test:pause-after") {
+                // Waits on a futex for good, so that a test reads this
+                // process's /proc status and limits, then kills it.
+                PrintCheckChild.report("test: paused after confinement")
+                var mutex = pthread_mutex_t()
+                var condition = pthread_cond_t()
+                pthread_mutex_init(&mutex, nil)
+                pthread_cond_init(&condition, nil)
+                pthread_mutex_lock(&mutex)
+                while true { pthread_cond_wait(&condition, &mutex) }
+            }
         }
 
         /// Opens /etc/passwd (any user may read it) and says what happened.

@@ -38,7 +38,7 @@ struct PrintCheckerTests {
         #expect(try PrintCheckWire.readings(inReply: again.stdout, expected: 1) == [readings[0]])
     }
 
-    @Test("once confined it cannot open a file (EPERM) where just before it could; a socket kills it (SIGSYS); without the hooks' variable the markers are junk prints")
+    @Test("once confined it cannot open a file (EPERM) where just before it could; a socket kills it (SIGSYS); it runs with no_new_privs, its seccomp filter and its limits (no core, CPU, address space); without the hooks' variable the markers are junk prints")
     func confined() throws {
         let mallory = try DaemonPrintCheckTests.mallory
         let opening = try Self.checker([Array("test:open-before".utf8), Array("test:open-after".utf8), mallory], hooks: true)
@@ -52,6 +52,23 @@ struct PrintCheckerTests {
         #expect(socket.code == 128 + SIGSYS, "\(socket.code): \(socket.stderr)")
         #expect(!socket.stderr.contains("socket after confinement"), "\(socket.stderr)")
         #expect(socket.stdout.isEmpty)
+
+        // Paused once confined: no_new_privs, a seccomp filter, the limits.
+        let scratch = try makeTemporaryDirectory("pc")
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+        let paused = try CLIProcess.start(["--check-prints"], stdin: PrintCheckWire.request([Array("test:pause-after".utf8)]),
+                                          environment: ["SWIFT_BACKTRACE": "enable=no", "TOUCHSTONE_TEST_PRINT_CHECK": "1"],
+                                          scratch: scratch, program: DaemonRig.daemonBinary)
+        #expect(paused.waitForStderr("test: paused after confinement"), "\(paused.stderrSoFar)")
+        let status = (try? String(contentsOfFile: "/proc/\(paused.pid)/status", encoding: .utf8)) ?? ""
+        let limits = ((try? String(contentsOfFile: "/proc/\(paused.pid)/limits", encoding: .utf8)) ?? "")
+            .split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ") }
+        paused.signal(SIGKILL)
+        _ = paused.wait()
+        #expect(status.contains("NoNewPrivs:\t1") && status.contains("Seccomp:\t2"), "\(status)")
+        #expect(limits.contains("Max core file size 0 0 bytes"), "\(limits)")
+        #expect(limits.contains("Max cpu time 4 5 seconds"), "\(limits)")
+        #expect(limits.contains("Max address space 1073741824 1073741824 bytes"), "\(limits)")
 
         let plain = try Self.checker([Array("test:open-after".utf8), Array("test:socket-after".utf8)])
         #expect(plain.code == 0 && !plain.stderr.contains("test:"), "\(plain.stderr)")
