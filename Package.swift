@@ -76,6 +76,10 @@ let package = Package(
             name: "CSodium", path: "Sources/CSodium",
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(
+            name: "CSeccomp", path: "Sources/CSeccomp",
+            pkgConfig: "libseccomp",
+            providers: [.apt(["libseccomp-dev"])]),
 
         // One OpenSSL library context for libtss2-esys (see above).
         .target(name: "CTSSCryptoContext", path: "Sources/CTSSCryptoContext"),
@@ -120,9 +124,9 @@ let package = Package(
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         // touchstoned's server: the listener, one session per connection
         // serving the operations' registry with each user's in-process
-        // engine, the passcode gate and the TPM gates. Only touchstoned
-        // links it.
-        .target(name: "TouchstoneServer", dependencies: ["CSodium", "Touchstone", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure",
+        // engine, the passcode gate and the TPM gates, the print checker
+        // (a child confined with libseccomp). Only touchstoned links it.
+        .target(name: "TouchstoneServer", dependencies: ["CSodium", "CSeccomp", "Touchstone", "TouchstoneFingerprint", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure",
                                                          "TouchstoneTPM", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         // Front ends: the public API and the command-line parser, nothing below.

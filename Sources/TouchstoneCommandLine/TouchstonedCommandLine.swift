@@ -33,7 +33,14 @@ public enum TouchstonedCommandLine {
         case version(String)
         /// `touchstoned: error: <message>`, then `usage: <usage>`, on stderr; exit 64.
         case usageError(message: String, usage: String)
+        /// `--check-prints`, the only argument: the daemon's own print
+        /// checker (docs/daemon.md, "The print checker"), which the daemon
+        /// spawns; internal, not in the help.
+        case checkPrints
     }
+
+    /// The internal option that runs the print checker.
+    public static let checkPrintsOption = "--check-prints"
 
     /// The usage line (the contract's synopsis).
     public static let usage = "\(programName) [--home DIR] [--tpm TCTI] [--reader WHICH] [--sim] [--socket PATH] [--timeout SECONDS] | [--home DIR] --remove-user UID"
@@ -61,6 +68,7 @@ public enum TouchstonedCommandLine {
 
     /// Parses `arguments` (without the program name).
     public static func parse(arguments: [String]) -> ParseResult {
+        if arguments == [checkPrintsOption] { return .checkPrints }
         var options = Options()
         var rest = arguments[...]
         do throws(UsageError) {
@@ -96,6 +104,7 @@ public enum TouchstonedCommandLine {
                     let text = try value(name, inline: inline)
                     guard let uid = UInt32(text) else { throw UsageError("--remove-user needs a uid (a number), not \(Quote.value(text))") }
                     options.removeUser = uid
+                case checkPrintsOption: throw UsageError("'\(checkPrintsOption)' is internal (the daemon runs it) and takes no other argument")
                 case "-h", "--help": return .help(text: help)
                 case "--version": return .version("\(programName) \(CommandLineParser.version)")
                 default:

@@ -24,6 +24,8 @@ struct Touchstoned {
         case .usageError(let message, let usage):
             FileHandle.standardError.write(Data("touchstoned: error: \(message)\nusage: \(usage)\n".utf8))
             exit(64)
+        case .checkPrints:
+            PrintCheckChild.run()
         }
         signal(SIGPIPE, SIG_IGN)
         let home = URL(fileURLWithPath: options.home)

@@ -1,8 +1,9 @@
 internal import CFPrint
 
 /// Moves prints between libfprint's `FpPrint` and bytes. Runs on the
-/// libfprint thread.
-enum PrintCodec {
+/// libfprint thread (the reader's uses), or on the one thread of the
+/// daemon's print checker (`inspect`).
+package enum PrintCodec {
     /// libfprint asserts (aborting the process) unless the data is longer
     /// than its 3-byte format tag, so shorter data is refused before the call.
     static let minimumLength = 4
@@ -52,5 +53,44 @@ enum PrintCodec {
     /// The user name libfprint recorded in `print`.
     static func username(of print: OpaquePointer) -> String? {
         fp_print_get_username(print).map { String(cString: $0) }
+    }
+}
+
+/// One print as libfprint read it: its reader and finger as libfprint holds
+/// them, and libfprint's serialization of the print it read.
+package struct InspectedPrint: Sendable, Hashable {
+    package let reader: ReaderIdentity
+    package let finger: Finger?
+    package let data: [UInt8]
+}
+
+extension PrintCodec {
+    /// Readies this process for `inspect` under a confinement (the
+    /// daemon's print checker): GLib's log goes nowhere (its writer looks
+    /// at stderr with ioctl and getpeername, and reads the time zone, at
+    /// each message: libfprint warns about prints it cannot read), and the
+    /// GLib types a print's deserialization and serialization use (FpPrint,
+    /// its enums, GVariant's and GError's parts) are registered, with a
+    /// junk print read, so that nothing libfprint does once, at first use,
+    /// falls under the confinement. Once per process: GLib takes one log
+    /// writer.
+    package static func prepare() {
+        g_log_set_writer_func({ _, _, _, _ in G_LOG_WRITER_HANDLED }, nil, nil)
+        _ = fp_print_get_type()
+        _ = fp_finger_get_type()
+        // A junk print's refusal: GError's and libfprint's error domains.
+        _ = try? inspect(Array("FP3-not-a-print".utf8))
+    }
+
+    /// `bytes` deserialized by libfprint (`fp_print_deserialize`) and
+    /// serialized again (`fp_print_serialize`), with the driver, device id
+    /// and finger libfprint read. Throws `invalidPrint` when libfprint does
+    /// not read them.
+    package static func inspect(_ bytes: [UInt8]) throws(FingerprintError) -> InspectedPrint {
+        let print = try deserialize(bytes, finger: nil)
+        defer { g_object_unref(UnsafeMutableRawPointer(print)) }
+        let reader = ReaderIdentity(driver: fp_print_get_driver(print).map { String(cString: $0) } ?? "",
+                                    deviceID: fp_print_get_device_id(print).map { String(cString: $0) } ?? "")
+        return InspectedPrint(reader: reader, finger: finger(of: print), data: try serialize(print))
     }
 }

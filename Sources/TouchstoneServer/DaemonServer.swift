@@ -28,6 +28,8 @@ package final class DaemonServer: Sendable {
         /// Most connections at once, and per uid.
         package var maximumConnections = 512
         package var maximumConnectionsPerUser = 32
+        /// Reads an import's prints in a process of its own.
+        package var printChecker: any PrintChecking = ChildPrintChecker()
 
         package init(home: URL, tpm: TPMSelection, reader: ReaderSelection, timeout: Duration) {
             self.home = home
@@ -220,6 +222,7 @@ actor UserEngines {
         let turns = readerTurns
         let hooks = DaemonModeHooks(throttle: UserThrottle(gate: throttle, uid: uid), warm: warm.of(uid),
                                     readerChoice: settings.readerChoice, longestEnrolment: GrantPolicy.longestEnrolment,
+                                    printChecker: settings.printChecker,
                                     takeReaderTurn: { () async throws(CancellationError) in try await turns.take(for: uid) })
         return try await InProcessEngine.open(configuration, gate: gate, daemon: hooks)
     }

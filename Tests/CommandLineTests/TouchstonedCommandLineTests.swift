@@ -59,4 +59,21 @@ struct TouchstonedCommandLineTests {
         }
         #expect(line.hasPrefix("touchstoned "))
     }
+
+    @Test("--check-prints alone runs the print checker; with anything else it is a usage error; it is not in the help")
+    func checkPrints() {
+        #expect(TouchstonedCommandLine.parse(arguments: ["--check-prints"]) == .checkPrints)
+        for arguments in [["--check-prints", "--sim"], ["--home", "/srv/ts", "--check-prints"], ["--check-prints", "--check-prints"]] {
+            guard case .usageError(let message, _) = TouchstonedCommandLine.parse(arguments: arguments) else {
+                Issue.record("\(arguments) did not fail")
+                continue
+            }
+            #expect(message.contains("'--check-prints' is internal"), "\(message)")
+        }
+        guard case .help(let text) = TouchstonedCommandLine.parse(arguments: ["--help"]) else {
+            Issue.record("--help")
+            return
+        }
+        #expect(!text.contains("check-prints") && !TouchstonedCommandLine.usage.contains("check-prints"))
+    }
 }

@@ -4,8 +4,9 @@ import TouchstoneTPM
 import TouchstoneVault
 
 /// What `touchstoned` lends a user's in-process engine (daemon mode only;
-/// the server module implements both): the user's passcode throttle and
-/// verifier, and the user's last right passcode kept warm.
+/// the server module implements them): the user's passcode throttle and
+/// verifier, the user's last right passcode kept warm, and the checker of
+/// a client's print bytes.
 package struct DaemonModeHooks: Sendable {
     package var throttle: any PasscodeThrottle
     package var warm: any WarmPasscodeKeeping
@@ -19,14 +20,17 @@ package struct DaemonModeHooks: Sendable {
     /// The longest a whole enrolment may hold the reader, whatever touches
     /// come (each touch is capped by the daemon as well).
     package var longestEnrolment: Duration
+    /// Reads an import's prints outside the daemon's process.
+    package var printChecker: any PrintChecking
 
     package init(throttle: any PasscodeThrottle, warm: any WarmPasscodeKeeping, readerChoice: String,
-                 longestEnrolment: Duration,
+                 longestEnrolment: Duration, printChecker: any PrintChecking,
                  takeReaderTurn: @escaping @Sendable () async throws(CancellationError) -> ReaderTurn) {
         self.throttle = throttle
         self.warm = warm
         self.readerChoice = readerChoice
         self.longestEnrolment = longestEnrolment
+        self.printChecker = printChecker
         self.takeReaderTurn = takeReaderTurn
     }
 }
@@ -47,6 +51,37 @@ package final class ReaderTurn: Sendable {
     }
 
     deinit { end() }
+}
+
+/// Reads print bytes a client sent (an import's) with libfprint in a
+/// process that holds no gate and no other user's data, so that a print
+/// crafted to break libfprint's deserializer breaks only that process
+/// (daemon mode; the server module spawns it).
+package protocol PrintChecking: Sendable {
+    /// libfprint's reading of each of `prints`, in order. Blocks (for at
+    /// most the checker's bound); throws when the check could not be made:
+    /// the checking process crashed, timed out, or answered what is no
+    /// answer.
+    func check(_ prints: [[UInt8]]) throws(PrintCheckFailure) -> [PrintReading]
+}
+
+/// What libfprint made of one print's bytes.
+package enum PrintReading: Sendable, Hashable {
+    /// It read them: the print's driver, device id and finger as libfprint
+    /// holds them, and libfprint's own serialization of the print it read
+    /// (what the daemon stores instead of the client's bytes).
+    case read(driver: String, deviceID: String, finger: Finger?, data: [UInt8])
+    /// It refused them, and why (libfprint's message).
+    case refused(String)
+}
+
+/// Why an import's prints could not be checked (the import is refused).
+package struct PrintCheckFailure: Error, Sendable, Hashable, CustomStringConvertible {
+    package let reason: String
+
+    package init(_ reason: String) { self.reason = reason }
+
+    package var description: String { reason }
 }
 
 /// How the daemon's gate admitted one passcode attempt.
