@@ -68,6 +68,26 @@ package enum ChildSpawn {
         return pid
     }
 
+    /// Starts `executable` talking through pipes: its stdin is `input`'s
+    /// other end, its stdout `output`'s, its stderr /dev/null; nothing else
+    /// of this process's reaches it.
+    package static func startPiped(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
+                                   newSession: Bool = false) throws(SpawnError) -> PipedChild {
+        let toChild: DescriptorPair
+        do { toChild = try OwnedDescriptor.pipe() } catch { throw SpawnError(executable: executable, errno: error) }
+        let fromChild: DescriptorPair
+        do { fromChild = try OwnedDescriptor.pipe() } catch { throw SpawnError(executable: executable, errno: error) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, toChild.read.rawValue, 0)
+        posix_spawn_file_actions_adddup2(&actions, fromChild.write.rawValue, 1)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let pid = try start(executable, arguments, actions: &actions, environment: environment, newSession: newSession)
+        // Our ends; the child's close here.
+        return PipedChild(pid: pid, input: toChild.keepingWrite(), output: fromChild.keepingRead())
+    }
+
     /// Waits for `pid` and returns its exit status, or 128 + the signal that
     /// killed it (WIFEXITED / WEXITSTATUS are macros: decoded by hand). A pid
     /// that is not this process's child (ECHILD) reads as 0.
@@ -101,4 +121,12 @@ package enum ChildSpawn {
             _ = try? valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) { fcntl(fd, F_SETFD, flags | FD_CLOEXEC) }
         }
     }
+}
+
+/// A child started by `ChildSpawn.startPiped`: its pid, the write end of
+/// its stdin and the read end of its stdout.
+@frozen package struct PipedChild: ~Copyable {
+    package let pid: pid_t
+    package var input: OwnedDescriptor
+    package let output: OwnedDescriptor
 }

@@ -124,25 +124,15 @@ package struct Pinentry: Sendable {
         private var buffered: [UInt8] = []
 
         init(program: String, environment: [String: String]) throws(Failure) {
-            // Every end close-on-exec: the child gets only the dup2'd copies.
-            let toChild: DescriptorPair
-            do { toChild = try OwnedDescriptor.pipe() } catch { throw Failure("pipe: \(error)") }
-            let fromChild: DescriptorPair
-            do { fromChild = try OwnedDescriptor.pipe() } catch { throw Failure("pipe: \(error)") }
-            var actions = posix_spawn_file_actions_t()
-            posix_spawn_file_actions_init(&actions)
-            defer { posix_spawn_file_actions_destroy(&actions) }
-            posix_spawn_file_actions_adddup2(&actions, toChild.read.rawValue, 0)
-            posix_spawn_file_actions_adddup2(&actions, fromChild.write.rawValue, 1)
-            posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+            let child: PipedChild
             do {
-                pid = try ChildSpawn.start(program, [], actions: &actions, environment: environment)
+                child = try ChildSpawn.startPiped(program, [], environment: environment)
             } catch {
                 throw Failure(error.description)  // "cannot run PROGRAM: why"
             }
-            // Our ends; the child's close here.
-            input = .some(toChild.keepingWrite())
-            output = fromChild.keepingRead()
+            pid = child.pid
+            input = .some(child.input)
+            output = child.output
         }
 
         /// BYE, then the process reaped (killed if it does not go).

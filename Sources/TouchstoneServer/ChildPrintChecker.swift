@@ -70,23 +70,16 @@ package struct ChildPrintChecker: PrintChecking {
 
     /// Spawns the checker, feeds it `request`, collects its stdout.
     private func exchange(_ request: [UInt8]) throws(PrintCheckFailure) -> (Status, [UInt8]) {
-        let input = try Self.pipe()
-        let output = try Self.pipe()
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_adddup2(&actions, input.read.rawValue, 0)
-        posix_spawn_file_actions_adddup2(&actions, output.write.rawValue, 1)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        let pid: pid_t
+        let child: PipedChild
         do {
-            pid = try ChildSpawn.start(executable, ["--check-prints"], actions: &actions, environment: Self.environment, newSession: true)
+            child = try ChildSpawn.startPiped(executable, ["--check-prints"], environment: Self.environment, newSession: true)
         } catch {
             throw PrintCheckFailure("cannot start the print checker: \(error)")
         }
+        let pid = child.pid
         // Raw from here: the write end closes as soon as the request is in.
-        var toChild = input.keepingWrite().release()
-        let fromChild = output.keepingRead()
+        var toChild = child.input.release()
+        let fromChild = child.output
         defer { if toChild >= 0 { close(toChild) } }
         let process = pidfd_open(pid, 0)
         guard process >= 0 else {
@@ -146,14 +139,6 @@ package struct ChildPrintChecker: PrintChecking {
         _ = try? valueOrErrno(retryOnInterrupt: true) { waitpid(pid, &status, 0) }
         let signal = status & 0x7f
         return (signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal), reply)
-    }
-
-    private static func pipe() throws(PrintCheckFailure) -> DescriptorPair {
-        do {
-            return try OwnedDescriptor.pipe()
-        } catch {
-            throw PrintCheckFailure("pipe: \(error)")
-        }
     }
 
     /// The checker's whole environment: no backtracer (it would start

@@ -17,6 +17,14 @@ struct DaemonFrameLimitsTests {
 
     static func bigEndian(_ n: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(n).bigEndian) { Array($0) } }
 
+    /// A process's locked memory (VmLck in /proc/PID/status), in KiB; -1
+    /// when it cannot be read.
+    static func lockedKiB(of pid: pid_t) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
+        return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
+    }
+
     @Test("a whole frame is answered; the same frame dribbled a byte every 0.7 s must arrive whole within the timeout (2 s), not per byte: the connection is closed before it ends")
     func dribbledFrame() async throws {
         try await blockingTest {
@@ -68,11 +76,7 @@ struct DaemonFrameLimitsTests {
             defer { rig.close() }
             try rig.startDaemon(extraArguments: ["--timeout", "30"])
             let daemon = try #require(rig.daemon?.pid)
-            func lockedKiB() -> Int {
-                let status = (try? String(contentsOfFile: "/proc/\(daemon)/status", encoding: .utf8)) ?? ""
-                let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
-                return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
-            }
+            func lockedKiB() -> Int { Self.lockedKiB(of: daemon) }
             let before = lockedKiB()
             #expect(before >= 0)
             var stalled: [RawConnection] = []
@@ -98,11 +102,7 @@ struct DaemonFrameLimitsTests {
             defer { rig.close() }
             try rig.startDaemon(extraArguments: ["--timeout", "30"])
             let daemon = try #require(rig.daemon?.pid)
-            func lockedKiB() -> Int {
-                let status = (try? String(contentsOfFile: "/proc/\(daemon)/status", encoding: .utf8)) ?? ""
-                let line = status.split(separator: "\n").first { $0.hasPrefix("VmLck:") } ?? ""
-                return Int(line.split(separator: " ").dropFirst().first ?? "") ?? -1
-            }
+            func lockedKiB() -> Int { Self.lockedKiB(of: daemon) }
             // The path works: a whole frame from this user is answered.
             do {
                 let first = try RawClient(rig.socket)
