@@ -76,6 +76,7 @@ let package = Package(
             name: "CSodium", path: "Sources/CSodium",
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
+        .systemLibrary(name: "CProcess", path: "Sources/CProcess"),
         .systemLibrary(
             name: "CSeccomp", path: "Sources/CSeccomp",
             pkgConfig: "libseccomp",
@@ -126,7 +127,7 @@ let package = Package(
         // serving the operations' registry with each user's in-process
         // engine, the passcode gate and the TPM gates, the print checker
         // (a child confined with libseccomp). Only touchstoned links it.
-        .target(name: "TouchstoneServer", dependencies: ["CSodium", "CSeccomp", "Touchstone", "TouchstoneFingerprint", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure",
+        .target(name: "TouchstoneServer", dependencies: ["CSodium", "CSeccomp", "CProcess", "Touchstone", "TouchstoneFingerprint", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure",
                                                          "TouchstoneTPM", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         // Front ends: the public API and the command-line parser, nothing below.

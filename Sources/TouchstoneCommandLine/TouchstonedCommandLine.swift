@@ -37,10 +37,17 @@ public enum TouchstonedCommandLine {
         /// checker (docs/daemon.md, "The print checker"), which the daemon
         /// spawns; internal, not in the help.
         case checkPrints
+        /// `--name-programs`, the only argument: the daemon's program
+        /// namer (docs/daemon.md, "Log"), which the daemon spawns with
+        /// CAP_SYS_PTRACE before it drops that capability; internal, not in
+        /// the help.
+        case namePrograms
     }
 
     /// The internal option that runs the print checker.
     public static let checkPrintsOption = "--check-prints"
+    /// The internal option that runs the program namer.
+    public static let nameProgramsOption = "--name-programs"
 
     /// The usage line (the contract's synopsis).
     public static let usage = "\(programName) [--home DIR] [--tpm TCTI] [--reader WHICH] [--sim] [--socket PATH] [--timeout SECONDS] | [--home DIR] --remove-user UID"
@@ -69,6 +76,7 @@ public enum TouchstonedCommandLine {
     /// Parses `arguments` (without the program name).
     public static func parse(arguments: [String]) -> ParseResult {
         if arguments == [checkPrintsOption] { return .checkPrints }
+        if arguments == [nameProgramsOption] { return .namePrograms }
         var options = Options()
         var rest = arguments[...]
         do throws(UsageError) {
@@ -104,7 +112,8 @@ public enum TouchstonedCommandLine {
                     let text = try value(name, inline: inline)
                     guard let uid = UInt32(text) else { throw UsageError("--remove-user needs a uid (a number), not \(Quote.value(text))") }
                     options.removeUser = uid
-                case checkPrintsOption: throw UsageError("'\(checkPrintsOption)' is internal (the daemon runs it) and takes no other argument")
+                case checkPrintsOption, nameProgramsOption:
+                    throw UsageError("'\(name)' is internal (the daemon runs it) and takes no other argument")
                 case "-h", "--help": return .help(text: help)
                 case "--version": return .version("\(programName) \(CommandLineParser.version)")
                 default:

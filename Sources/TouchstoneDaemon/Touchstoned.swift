@@ -26,10 +26,20 @@ struct Touchstoned {
             exit(64)
         case .checkPrints:
             PrintCheckChild.run()
+        case .namePrograms:
+            ProgramNamer.serve()
         }
         signal(SIGPIPE, SIG_IGN)
         let home = URL(fileURLWithPath: options.home)
         if let uid = options.removeUser { removeUser(uid, home: home) }
+        // First, while this is the only thread: with CAP_SYS_PTRACE, the
+        // program namer keeps it and this process drops every capability.
+        let namer: ProgramNamer?
+        do {
+            namer = try ProgramNamer.startIfPrivileged(executable: "/proc/self/exe")
+        } catch {
+            fail("\(error)")
+        }
         do {
             try makeStateFolder(home.path)
         } catch {
@@ -54,6 +64,7 @@ struct Touchstoned {
         }
         var settings = DaemonServer.Settings(home: home, tpm: tpm, reader: reader, timeout: .seconds(options.timeout))
         if options.reader == "sim" { settings.readerChoice = "sim" }
+        settings.programNamer = namer
         let server: DaemonServer
         do {
             server = try DaemonServer(settings: settings) { line in

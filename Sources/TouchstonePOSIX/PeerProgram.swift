@@ -37,11 +37,14 @@ package struct PeerProgram: Sendable, Equatable, CustomStringConvertible {
     /// the names are that process's: they are kept only if it still lives
     /// after they were read (a pid the kernel gave to another process
     /// since reads as gone). Without one, its start time is compared
-    /// before and after instead.
-    package static func named(pid: pid_t, pidfd: Int32?) -> PeerProgram {
+    /// before and after instead. `namer`: asked for the executable, with
+    /// the pidfd, when this process may not read it itself (touchstoned's
+    /// program namer, which has the capability this process dropped).
+    package static func named(pid: pid_t, pidfd: Int32?, namer: (@Sendable (Int32) -> String?)? = nil) -> PeerProgram {
         guard pid > 0 else { return PeerProgram(pid: pid, executable: nil, command: nil) }
         let started = pidfd == nil ? startTime(of: pid) : nil
-        let executable = readLink("/proc/\(pid)/exe")
+        var executable = readLink("/proc/\(pid)/exe")
+        if executable == nil, let pidfd, let namer { executable = namer(pidfd) }
         let command = readSmallFile("/proc/\(pid)/comm").map { text in
             String(text.drop { $0 == " " }.reversed().drop { $0 == "\n" || $0 == " " }.reversed())
         }
@@ -57,7 +60,7 @@ package struct PeerProgram: Sendable, Equatable, CustomStringConvertible {
 
     /// The pid a pidfd refers to while that process lives (its fdinfo's
     /// `Pid:`; -1 once it exited).
-    static func livePID(of pidfd: Int32) -> pid_t? {
+    package static func livePID(of pidfd: Int32) -> pid_t? {
         guard let info = readSmallFile("/proc/self/fdinfo/\(pidfd)"),
               let line = info.split(separator: "\n").first(where: { $0.hasPrefix("Pid:") }),
               let value = line.split(whereSeparator: { $0 == "\t" || $0 == " " }).last.flatMap({ pid_t($0) }),
@@ -92,7 +95,7 @@ package struct PeerProgram: Sendable, Equatable, CustomStringConvertible {
         return String(decoding: bytes[..<length], as: UTF8.self)
     }
 
-    private static func readLink(_ path: String) -> String? {
+    package static func readLink(_ path: String) -> String? {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let length = readlink(path, &buffer, buffer.count - 1)
         guard length > 0 else { return nil }

@@ -30,6 +30,9 @@ package final class DaemonServer: Sendable {
         package var maximumConnectionsPerUser = 32
         /// Reads an import's prints in a process of its own.
         package var printChecker: any PrintChecking = ChildPrintChecker()
+        /// Where another user's program's executable is read, when the
+        /// daemon may not read it itself (`ProgramNamer`).
+        package var programNamer: ProgramNamer?
 
         package init(home: URL, tpm: TPMSelection, reader: ReaderSelection, timeout: Duration) {
             self.home = home

@@ -36,7 +36,8 @@ package final class DaemonSession: Sendable {
         outbox = Outbox(socket: socket)
         self.uid = uid
         self.pid = pid
-        program = socket.withPeerPIDFD { PeerProgram.named(pid: pid, pidfd: $0) }
+        let namer = server.settings.programNamer.map { namer in { @Sendable (pidfd: Int32) in namer.executable(ofPIDFD: pidfd) } }
+        program = socket.withPeerPIDFD { PeerProgram.named(pid: pid, pidfd: $0, namer: namer) }
     }
 
     func start() {

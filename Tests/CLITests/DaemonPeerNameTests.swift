@@ -8,7 +8,7 @@ import Testing
 /// otherwise says the name is the program's own.
 @Suite("touchstoned names its clients' programs")
 struct DaemonPeerNameTests {
-    @Test("a client that calls itself ssh-add (a link of that name to touchstone-cli: its command name is what it chose) is logged by its executable when the daemon may read it (CAP_SYS_PTRACE, as a unit could give it), and by its own name, marked as such, when it may not")
+    @Test("a client that calls itself ssh-add (a link of that name to touchstone-cli: its command name is what it chose) is logged by its executable when the daemon is given CAP_SYS_PTRACE (as the unit gives it), read by the program namer, which alone keeps the capability: the daemon holds none; without the capability, by its own name, marked as such")
     func executableOrOwnName() async throws {
         try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
@@ -17,8 +17,29 @@ struct DaemonPeerNameTests {
             try FileManager.default.createSymbolicLink(atPath: impostor, withDestinationPath: rig.bin + "/touchstone-cli")
             let executable = rig.bin + "/touchstone-cli"
 
-            // The daemon may read other users' executables.
+            // The daemon is given CAP_SYS_PTRACE: its program namer keeps
+            // it, the daemon drops it (and every other).
             try rig.startDaemon(capabilities: ["sys_ptrace"])
+            let daemon = try #require(rig.daemon?.pid)
+            func capabilities(_ pid: pid_t) -> [String: String] {
+                let status = (try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)) ?? ""
+                return Dictionary(status.split(separator: "\n").filter { $0.hasPrefix("Cap") }.map {
+                    let parts = $0.split(separator: ":\t")
+                    return (String(parts[0]), String(parts.last ?? ""))
+                }, uniquingKeysWith: { a, _ in a })
+            }
+            let held = capabilities(daemon)
+            #expect(held["CapEff"] == "0000000000000000" && held["CapPrm"] == "0000000000000000"
+                    && held["CapAmb"] == "0000000000000000", "the daemon kept a capability: \(held)")
+            let children = (try? String(contentsOfFile: "/proc/\(daemon)/task/\(daemon)/children", encoding: .utf8)) ?? ""
+            let namers = children.split(separator: " ").compactMap { pid_t($0) }.filter {
+                ((try? String(contentsOfFile: "/proc/\($0)/cmdline", encoding: .utf8)) ?? "").contains("--name-programs")
+            }
+            #expect(namers.count == 1, "children: \(children)")
+            if let namer = namers.first {
+                // CAP_SYS_PTRACE (bit 19) alone.
+                #expect(capabilities(namer)["CapEff"] == "0000000000080000", "\(capabilities(namer))")
+            }
             let named = rig.run(rig.alice, ["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode),
                                 program: impostor)
             #expect(named.code == 0, "\(named.stderr)")

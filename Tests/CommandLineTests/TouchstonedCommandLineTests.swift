@@ -76,4 +76,21 @@ struct TouchstonedCommandLineTests {
         }
         #expect(!text.contains("check-prints") && !TouchstonedCommandLine.usage.contains("check-prints"))
     }
+
+    @Test("--name-programs alone runs the program namer; with anything else it is a usage error; it is not in the help")
+    func namePrograms() {
+        #expect(TouchstonedCommandLine.parse(arguments: ["--name-programs"]) == .namePrograms)
+        for arguments in [["--name-programs", "--sim"], ["--socket", "/tmp/s", "--name-programs"]] {
+            guard case .usageError(let message, _) = TouchstonedCommandLine.parse(arguments: arguments) else {
+                Issue.record("\(arguments) did not fail")
+                continue
+            }
+            #expect(message.contains("'--name-programs' is internal"), "\(message)")
+        }
+        guard case .help(let text) = TouchstonedCommandLine.parse(arguments: ["--help"]) else {
+            Issue.record("--help")
+            return
+        }
+        #expect(!text.contains("name-programs") && !TouchstonedCommandLine.usage.contains("name-programs"))
+    }
 }
