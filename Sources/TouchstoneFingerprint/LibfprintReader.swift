@@ -19,16 +19,21 @@ package final class LibfprintReader: FingerprintReader {
         /// `virtual_device_storage`: match-on-chip style with identify, list
         /// and delete (FP_VIRTUAL_DEVICE_STORAGE).
         package var storage: String?
+        /// `virtual_image`: an image sensor's pipeline (NBIS minutiae,
+        /// bozorth3 matching) fed greyscale images (FP_VIRTUAL_IMAGE).
+        package var image: String?
 
-        package init(device: String? = nil, storage: String? = nil) {
+        package init(device: String? = nil, storage: String? = nil, image: String? = nil) {
             self.device = device
             self.storage = storage
+            self.image = image
         }
 
         var environment: [String: String] {
             var env: [String: String] = [:]
             if let device { env["FP_VIRTUAL_DEVICE"] = device }
             if let storage { env["FP_VIRTUAL_DEVICE_STORAGE"] = storage }
+            if let image { env["FP_VIRTUAL_IMAGE"] = image }
             return env
         }
     }
