@@ -81,6 +81,10 @@ let package = Package(
             name: "CSeccomp", path: "Sources/CSeccomp",
             pkgConfig: "libseccomp",
             providers: [.apt(["libseccomp-dev"])]),
+        .systemLibrary(
+            name: "CPNG", path: "Sources/CPNG",
+            pkgConfig: "libpng",
+            providers: [.apt(["libpng-dev"])]),
 
         // One OpenSSL library context for libtss2-esys (see above).
         .target(name: "CTSSCryptoContext", path: "Sources/CTSSCryptoContext"),
@@ -101,8 +105,9 @@ let package = Package(
         .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel", "TouchstoneGLib"]),
         .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel"],
                 swiftSettings: testSupport),
-        // The simulator (swtpm + libfprint's virtual reader), shared with the test rigs.
-        .target(name: "TouchstoneSimulator", dependencies: ["TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
+        // The simulator (swtpm + libfprint's virtual reader, synthetic
+        // fingerprints for its image reader), shared with the test rigs.
+        .target(name: "TouchstoneSimulator", dependencies: ["CPNG", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
         // What a client of the daemon needs and nothing of the backends: the
         // interaction protocol, the terminal's interaction, the daemon's wire
         // protocol.
@@ -163,7 +168,7 @@ let package = Package(
                     linkerSettings: exportSharedCryptoContext),
         .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
-        .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint"]),
+        .testTarget(name: "FingerprintTests", dependencies: ["TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint", "CPNG"]),
         .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],
                     path: "Tests/DBusTests"),
         .testTarget(name: "SecretServiceTests", dependencies: ["TestRigs", "TouchstoneSecretService", "TouchstoneSecure", "TouchstoneSimulator",

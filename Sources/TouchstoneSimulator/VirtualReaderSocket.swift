@@ -29,7 +29,7 @@ package struct VirtualReaderSocket: Sendable {
     }
 
     /// One connection attempt: the socket, or nil when nobody listens yet.
-    private func connectOnce() throws -> OwnedDescriptor? {
+    func connectOnce() throws -> OwnedDescriptor? {
         let connection: OwnedDescriptor
         do { connection = try .unixStreamSocket() } catch { throw VirtualReaderSocketError("socket(): \(error)") }
         do {

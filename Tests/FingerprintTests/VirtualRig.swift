@@ -15,8 +15,24 @@ final class VirtualRig: Sendable {
         case device
         /// `virtual_device_storage`: prints on the reader, identify/list/delete.
         case storage
+        /// `virtual_image`: an image sensor's pipeline, fed greyscale images.
+        case image
 
-        var driver: String { self == .device ? "virtual_device" : "virtual_device_storage" }
+        var driver: String {
+            switch self {
+            case .device: "virtual_device"
+            case .storage: "virtual_device_storage"
+            case .image: "virtual_image"
+            }
+        }
+
+        func readers(socket: String) -> LibfprintReader.VirtualReaders {
+            switch self {
+            case .device: .init(device: socket)
+            case .storage: .init(storage: socket)
+            case .image: .init(image: socket)
+            }
+        }
     }
 
     let directory: String
@@ -33,8 +49,7 @@ final class VirtualRig: Sendable {
         }
         directory = String(cString: made)
         socket = VirtualReaderSocket(path: directory + "/s")
-        backend = LibfprintReader(virtualReaders: kind == .device
-                                  ? .init(device: socket.path) : .init(storage: socket.path))
+        backend = LibfprintReader(virtualReaders: kind.readers(socket: socket.path))
         let found = try await backend.readers().first { $0.driver == kind.driver }
         reader = try #require(found, """
             libfprint did not create its \(kind.driver) reader: the installed libfprint \

@@ -1,0 +1,96 @@
+import Foundation
+
+/// The master print of one synthetic finger (SFinGe's "master
+/// fingerprint"): the whole fingertip's ridge pattern, from which every
+/// impression of that finger is taken. Made from a seed (the finger's ID)
+/// alone, so the same ID gives the same finger on every run and machine.
+package struct SyntheticFinger: Sendable {
+    /// The master's canvas, a little larger than an impression so that a
+    /// shifted or rotated touch still falls on the finger.
+    package static let width = 360
+    package static let height = 480
+
+    package let id: String
+    package let fingerClass: FingerprintClass
+    package let singularPoints: SingularPoints
+    /// The fingertip: an ellipse around `centre` with half-axes `a`, `b`.
+    package let centre: Point
+    package let a: Double
+    package let b: Double
+    /// The finger's mean ridge period in pixels (about 9 at 500 dpi).
+    package let meanPeriod: Double
+    /// Row-major ridge values in [-1, 1] (positive on a ridge), `width` x
+    /// `height`; 0 off the fingertip.
+    package let ridges: [Float]
+
+    /// The shape of finger `id`'s master, drawn first from its seed.
+    private struct Layout {
+        var centre: Point
+        var a: Double
+        var b: Double
+        var fingerClass: FingerprintClass
+        var points: SingularPoints
+
+        init(id: String, _ random: inout SeededRandom) {
+            random = SeededRandom(id, 0x7f5)
+            centre = Point(x: Double(SyntheticFinger.width) / 2, y: Double(SyntheticFinger.height) / 2)
+            a = random.uniform(135...155)
+            b = random.uniform(185...210)
+            fingerClass = FingerprintClass.draw(&random)
+            points = SingularPoints.draw(for: fingerClass, centre: centre, a: a, b: b, &random)
+        }
+    }
+
+    /// The class and singular points finger `id` gets, without growing its
+    /// ridges.
+    package static func plan(id: String) -> (FingerprintClass, SingularPoints) {
+        var random = SeededRandom(seed: 0)
+        let layout = Layout(id: id, &random)
+        return (layout.fingerClass, layout.points)
+    }
+
+    /// Grows the master print of finger `id`.
+    package init(id: String) {
+        var random = SeededRandom(seed: 0)
+        let layout = Layout(id: id, &random)
+        let (centre, a, b, fingerClass, points) = (layout.centre, layout.a, layout.b, layout.fingerClass, layout.points)
+        let width = Self.width, height = Self.height
+        self.id = id
+        let field = OrientationField(width: width, height: height, fingerClass: fingerClass, points: points,
+                                     centre: centre, a: a, &random)
+
+        // The ridge period: a finger's own mean, varying smoothly over it.
+        let meanPeriod = random.uniform(8.6...9.6)
+        let periodNoise = SmoothNoise(width: width, height: height, spacing: 110, amplitude: 0.35, random: &random)
+        var kernels = [Int32](repeating: 0, count: width * height)
+        var inside = [Bool](repeating: false, count: width * height)
+        for y in 0..<height {
+            for x in 0..<width {
+                let index = y * width + x
+                let period = Float(min(max(meanPeriod + periodNoise(Double(x), Double(y)), 7.6), 10.9))
+                kernels[index] = Int32(GaborRidges.kernelIndex(angle: field.angles[index], period: period))
+                let ex = (Double(x) - centre.x) / (a + 10), ey = (Double(y) - centre.y) / (b + 10)
+                inside[index] = ex * ex + ey * ey <= 1
+            }
+        }
+        ridges = GaborRidges.grow(width: width, height: height, kernels: kernels, inside: inside, &random)
+        self.fingerClass = fingerClass
+        self.singularPoints = points
+        self.centre = centre
+        self.a = a
+        self.b = b
+        self.meanPeriod = meanPeriod
+    }
+
+    /// The ridge value at (`x`, `y`) by bilinear interpolation; 0 off the canvas.
+    func ridge(atX x: Double, y: Double) -> Float {
+        let width = Self.width, height = Self.height
+        guard x >= 0, y >= 0, x < Double(width - 1), y < Double(height - 1) else { return 0 }
+        let ix = Int(x), iy = Int(y)
+        let fx = Float(x - Double(ix)), fy = Float(y - Double(iy))
+        let i = iy * width + ix
+        let top = ridges[i] + (ridges[i + 1] - ridges[i]) * fx
+        let bottom = ridges[i + width] + (ridges[i + width + 1] - ridges[i + width]) * fx
+        return top + (bottom - top) * fy
+    }
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import TouchstoneSimulator
+
+/// The simulator's synthetic fingerprints (Sources/TouchstoneSimulator/
+/// Fingerprints): deterministic, different per touch and per finger, at
+/// the scale NBIS expects (about 500 dpi), and PNG through libpng.
+@Suite struct SyntheticFingerprintTests {
+    @Test func sameFingerAndImpressionGiveTheSameBytesFromFreshGenerators() {
+        let first = SyntheticFingerprints().impression(of: "alice-right-index", number: 3)
+        let second = SyntheticFingerprints().impression(of: "alice-right-index", number: 3)
+        #expect(first == second)
+        // And from the shared generator's cached master.
+        #expect(SyntheticFingerprints.shared.impression(of: "alice-right-index", number: 3) == first)
+    }
+
+    @Test func impressionsOfOneFingerDifferAndOtherFingersDiffer() {
+        let generator = SyntheticFingerprints.shared
+        let one = generator.impression(of: "alice-right-index", number: 1)
+        let two = generator.impression(of: "alice-right-index", number: 2)
+        let stranger = generator.impression(of: "bob-right-index", number: 1)
+        // Pixels that differ by more than a grey level in 8: a new touch
+        // moves every ridge, it is not the same picture with fresh noise.
+        #expect(differingFraction(one, two) > 0.3)
+        #expect(differingFraction(one, stranger) > 0.3)
+        // Its own re-take is identical (the comparison itself is sound).
+        #expect(differingFraction(one, generator.impression(of: "alice-right-index", number: 1)) == 0)
+        #expect(generator.finger("alice-right-index").id == "alice-right-index")
+    }
+
+    @Test func imageSizeAndRidgePeriodAreWhatNBISExpects() {
+        let generator = SyntheticFingerprints.shared
+        for (id, number) in [("alice-right-index", 1), ("bob-right-index", 2), ("carol-left-thumb", 5)] {
+            let image = generator.impression(of: id, number: number)
+            #expect((300...450).contains(image.width) && (300...450).contains(image.height),
+                    "\(id) #\(number): \(image.width)x\(image.height)")
+            let period = RidgePeriod.measure(image)
+            #expect(period.map { (7...12).contains($0) } == true, "\(id) #\(number): ridge period \(String(describing: period))")
+            // A light background, dark ridges where the finger touches.
+            #expect(image[0, 0] > 200 && image[image.width - 1, image.height - 1] > 200)
+            #expect(image.pixels.filter { $0 < 100 }.count > image.pixels.count / 10)
+        }
+    }
+
+    @Test func everyClassIsDrawnAndEachHasItsSingularPoints() {
+        // Forty finger IDs (the masters are not grown: only their class and points).
+        var seen: [FingerprintClass: Int] = [:]
+        for index in 0..<40 {
+            let (fingerClass, points) = SyntheticFinger.plan(id: "finger-\(index)")
+            seen[fingerClass, default: 0] += 1
+            switch fingerClass {
+            case .arch: #expect(points.cores.isEmpty && points.deltas.isEmpty)
+            case .tentedArch, .leftLoop, .rightLoop: #expect(points.cores.count == 1 && points.deltas.count == 1)
+            case .whorl: #expect(points.cores.count == 2 && points.deltas.count == 2)
+            }
+        }
+        #expect(Set(seen.keys) == Set(FingerprintClass.allCases), "\(seen)")
+    }
+
+    @Test func pngRoundTripKeepsThePixels() throws {
+        let image = SyntheticFingerprints.shared.impression(of: "alice-right-index", number: 1)
+        let png = try image.png()
+        #expect(png.starts(with: [0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))
+        #expect(try GreyImage(png: png) == image)
+    }
+
+    @Test func colourPNGsAreReadAsGreyAndBadPNGsAreRefusedClearly() throws {
+        // A colour PNG with alpha, written by libpng from a known RGBA image.
+        let rgba = try PNGFixtures.rgbaPNG(width: 3, height: 1, pixels: [
+            255, 255, 255, 255, // white
+            0, 0, 0, 255,       // black
+            0, 0, 0, 0,         // transparent: composed onto white
+        ])
+        let grey = try GreyImage(png: rgba)
+        #expect(grey.width == 3 && grey.height == 1)
+        #expect(grey.pixels == [255, 0, 255])
+
+        let good = try SyntheticFingerprints.shared.impression(of: "alice-right-index", number: 1).png()
+        #expect(throws: PNGError.notPNG) { try GreyImage(png: Array("not a picture at all".utf8)) }
+        #expect(throws: PNGError.notPNG) { try GreyImage(png: []) }
+        let truncated = Array(good.prefix(good.count / 2))
+        do {
+            _ = try GreyImage(png: truncated)
+            Issue.record("a truncated PNG was read")
+        } catch {
+            guard case .unreadable(let message) = error else { Issue.record("got \(error)"); return }
+            #expect(!message.isEmpty)
+            #expect("\(error)".hasPrefix("cannot read the PNG image: "))
+        }
+        let huge = try GreyImage(width: 2000, height: 2000, pixels: [UInt8](repeating: 200, count: 2000 * 2000)).png()
+        #expect(throws: PNGError.tooLarge(width: 2000, height: 2000, limit: 1024)) { try GreyImage(png: huge) }
+        #expect("\(PNGError.tooLarge(width: 2000, height: 2000, limit: 1024))" == "the image is 2000x2000 pixels; at most 1024x1024 is taken")
+        // The limit itself is taken.
+        let largest = try GreyImage(width: 1024, height: 1024, pixels: [UInt8](repeating: 9, count: 1024 * 1024)).png()
+        #expect(try GreyImage(png: largest).width == 1024)
+    }
+
+    /// The fraction of pixels of `a` and `b` that differ by more than 32.
+    private func differingFraction(_ a: GreyImage, _ b: GreyImage) -> Double {
+        let differing = zip(a.pixels, b.pixels).filter { abs(Int($0) - Int($1)) > 32 }.count
+        return Double(differing) / Double(a.pixels.count)
+    }
+}
