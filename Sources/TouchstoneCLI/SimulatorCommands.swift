@@ -9,14 +9,14 @@ extension Session {
         let simulator = self.simulator
         try simulator.checkPaths()
         switch command {
-        case .start(let withDaemon):
-            switch try simulator.start() {
+        case .start(let withDaemon, let readerKind):
+            switch try simulator.start(readerKind: readerKind) {
             case .alreadyRunning(let pid):
-                Output.progress("the simulator is already running (swtpm pid \(pid), state in \(simulator.tpmDirectory))")
+                Output.progress("the simulator is already running (swtpm pid \(pid), state in \(simulator.tpmDirectory)); its reader is now the \(readerKind) reader")
             case .started(let pid):
                 Output.progress("simulator started: swtpm pid \(pid), state in \(simulator.tpmDirectory)")
                 Output.progress("  TPM:    \(simulator.tcti) (lockout after \(Simulator.maximumPasscodeTries) wrong passcodes, one forgiven every \(Simulator.triesRecoverySeconds) s)")
-                Output.progress("  reader: libfprint's virtual reader on \(simulator.readerSocket), while a command has it open")
+                Output.progress("  reader: libfprint's \(readerKind.driver) on \(simulator.readerSocket), while a command has it open")
                 Output.progress("use it with --sim (or TOUCHSTONE_SIM=1); touch with 'touchstone sim touch ID' from another terminal")
             }
             if withDaemon { try startDaemon() }
@@ -38,10 +38,31 @@ extension Session {
                 Output.result(status.text + "\ndaemon:    " + (daemon.map { "running (pid \($0), socket \(simulator.daemonSocket))" } ?? "not running"))
             }
         case .touch(let id, let count, let wait):
+            let image = simulator.readerKind == .image
             for n in 1...count {
                 try await simulator.touch(id, wait: wait)
                 Output.progress("touch \(n) of \(count): \(id)")
+                // The image reader takes the next image only once it has
+                // dealt with this one (libfprint's pipeline runs on).
+                if image, n < count { try await Task.sleep(for: .milliseconds(500)) }
             }
+        case .touchImage(let path, let wait):
+            try await simulator.touch(image: try Self.readImage(path), wait: wait)
+            Output.progress("touch: \(path)")
+        case .print(let id, let impression, let output):
+            let path = output ?? "\(id)-\(impression).png"
+            let png: [UInt8]
+            do {
+                png = try SyntheticFingerprints.shared.impression(of: id, number: impression).png()
+            } catch {
+                throw CLIFailure(.failure, "cannot encode the image: \(error)")
+            }
+            do {
+                try Data(png).write(to: URL(fileURLWithPath: path))
+            } catch {
+                throw CLIFailure(.failure, "cannot write \(path): \(error.localizedDescription)")
+            }
+            Output.progress("wrote impression \(impression) of finger \(SafeText.quoted(id)) to \(path)")
         case .retry(let kind):
             try await simulator.retry(kind, wait: options.timeout)
         case .error(let error):
@@ -53,6 +74,22 @@ extension Session {
 }
 
 extension Session {
+    /// The image in the PNG at `path`, as a touch: a clear error for a
+    /// file that cannot be read or is no image the reader takes.
+    static func readImage(_ path: String) throws(SimulatorError) -> GreyImage {
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        } catch {
+            throw .badImage(path: path, reason: error.localizedDescription)
+        }
+        do {
+            return try GreyImage(png: bytes)
+        } catch {
+            throw .badImage(path: path, reason: "\(error)")
+        }
+    }
+
     /// `sim start --daemon`: the simulator's touchstoned, from the
     /// touchstoned next to this binary (else on PATH).
     func startDaemon() throws {
@@ -101,7 +138,7 @@ extension SimulatorStatus {
         simulator: \(running ? "running (swtpm pid \(pid.map(String.init) ?? "?"))" : "not running")
         state:     \(directory)
         TPM:       \(tcti)
-        reader:    \(readerSocket)
+        reader:    \(readerSocket) (libfprint's \(readerKind.driver))
         """
     }
 }

@@ -150,6 +150,7 @@ package struct ErrorTranslation {
             CLIFailure(.noReader, error.description,
                        hint: "run a command that waits for a touch with --sim first, e.g. touchstone --sim verify")
         case .cancelled: .cancelled
+        case .wrongReaderKind, .badImage: CLIFailure(.failure, error.description)
         }
     }
 

@@ -73,9 +73,10 @@ public enum Command: Sendable, Hashable {
 
     /// What `sim` does.
     public enum SimulatorCommand: Sendable, Hashable {
-        /// `sim start [--daemon]`: run the simulator's swtpm (and, with
-        /// `daemon`, a touchstoned on it).
-        case start(daemon: Bool = false)
+        /// `sim start [--reader-kind KIND] [--daemon]`: run the simulator's
+        /// swtpm with the reader `readerKind` (and, with `daemon`, a
+        /// touchstoned on it).
+        case start(daemon: Bool = false, readerKind: VirtualReaderKind = .device)
         /// `sim stop`: shut it down.
         case stop
         /// `sim status`.
@@ -85,6 +86,13 @@ public enum Command: Sendable, Hashable {
         /// touchstone process to open the reader. `wait` defaults to the
         /// global timeout.
         case touch(id: String, count: Int, wait: Duration)
+        /// `sim touch --image FILE [--wait SECONDS]`: put the image in the
+        /// PNG `path` on the image reader.
+        case touchImage(path: String, wait: Duration)
+        /// `sim print ID [--impression N] [--output FILE]`: write synthetic
+        /// impression `impression` of finger `id` as a PNG (`output`, or
+        /// `ID-N.png`).
+        case print(id: String, impression: Int, output: String?)
         /// `sim retry KIND`.
         case retry(SimulatedRetry)
         /// `sim error CODE`.
@@ -112,7 +120,8 @@ public enum Command: Sendable, Hashable {
             case .start: "sim start"
             case .stop: "sim stop"
             case .status: "sim status"
-            case .touch: "sim touch"
+            case .touch, .touchImage: "sim touch"
+            case .print: "sim print"
             case .retry: "sim retry"
             case .error: "sim error"
             case .unplug: "sim unplug"

@@ -221,12 +221,22 @@ enum CommandTable {
                 name: "start",
                 abstract: "Start the simulator's swtpm.",
                 discussion: """
-                    With --daemon, also a touchstoned on the simulator, as this user, on \
+                    --reader-kind chooses libfprint's virtual reader: device (the default: a \
+                    finger is an id string), storage (prints kept on the reader, as \
+                    match-on-chip readers do) or image (libfprint's image pipeline, as image \
+                    sensors use: a touch is a synthetic fingerprint image). With --daemon, \
+                    also a touchstoned on the simulator, as this user, on \
                     $TOUCHSTONE_HOME/sim/daemon.sock (its log: sim/daemon.log): commands run \
                     with --sim then go through it. 'sim stop' stops it too.
                     """,
-                options: [Option.simulatorDaemon],
-                make: { invocation in .sim(.start(daemon: invocation.flag(Option.simulatorDaemon))) }),
+                options: [Option.readerKind, Option.simulatorDaemon],
+                make: { invocation throws(UsageError) in
+                    let text = invocation.value(Option.readerKind) ?? VirtualReaderKind.device.rawValue
+                    guard let kind = VirtualReaderKind(rawValue: text) else {
+                        throw UsageError("unknown reader kind \(Quote.value(text)); use one of: \(VirtualReaderKind.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    return .sim(.start(daemon: invocation.flag(Option.simulatorDaemon), readerKind: kind))
+                }),
             CommandDescription(name: "stop", abstract: "Stop the simulator's swtpm.", make: { _ in .sim(.stop) }),
             CommandDescription(name: "status", abstract: "Show whether the simulator runs.", make: { _ in .sim(.status) }),
             CommandDescription(
@@ -235,18 +245,47 @@ enum CommandTable {
                 discussion: """
                     Waits until a touchstone process has the reader open. A finger is an \
                     id string: enrolling needs as many touches of one id as the reader has \
-                    stages; a touch of another id does not match.
+                    stages; a touch of another id does not match. With the image reader \
+                    (sim start --reader-kind image) each touch of an id is a new synthetic \
+                    impression of that finger, and --image sends a PNG of your own (8-bit \
+                    greyscale or RGB(A), at most 1024x1024) instead of a finger.
                     """,
-                arguments: [Argument.id],
-                options: [Option.count, Option.wait],
+                arguments: [Argument.touchedID],
+                options: [Option.count, Option.wait, Option.image],
                 make: { invocation throws(UsageError) in
-                    let count = try invocation.value(Option.count).map { value throws(UsageError) in
-                        try NumberRules.whole(value, Option.count.name, in: 1...1000)
-                    } ?? 1
                     let wait = try invocation.value(Option.wait).map { value throws(UsageError) in
                         try NumberRules.seconds(value, Option.wait.name)
                     } ?? invocation.globals.timeout
-                    return .sim(.touch(id: try invocation.requiredText(Argument.id), count: count, wait: wait))
+                    if let image = try invocation.optionText(Option.image) {
+                        guard invocation.value(Argument.touchedID) == nil, invocation.value(Option.count) == nil else {
+                            throw UsageError("--image sends one given image: no finger id and no --count with it")
+                        }
+                        return .sim(.touchImage(path: image, wait: wait))
+                    }
+                    let count = try invocation.value(Option.count).map { value throws(UsageError) in
+                        try NumberRules.whole(value, Option.count.name, in: 1...1000)
+                    } ?? 1
+                    guard let id = try invocation.text(Argument.touchedID) else {
+                        throw UsageError("sim touch needs a finger id (or --image FILE)")
+                    }
+                    return .sim(.touch(id: id, count: count, wait: wait))
+                }),
+            CommandDescription(
+                name: "print",
+                abstract: "Write a synthetic fingerprint image as a PNG.",
+                discussion: """
+                    The image reader's impression N of finger ID (the same for the same ID \
+                    and N, on any machine), for people to look at; written to --output, \
+                    else to ID-N.png in the current folder.
+                    """,
+                arguments: [Argument.id],
+                options: [Option.impression, Option.output],
+                make: { invocation throws(UsageError) in
+                    let impression = try invocation.value(Option.impression).map { value throws(UsageError) in
+                        try NumberRules.whole(value, Option.impression.name, in: 1...1_000_000)
+                    } ?? 1
+                    return .sim(.print(id: try invocation.requiredText(Argument.id), impression: impression,
+                                       output: try invocation.optionText(Option.output)))
                 }),
             CommandDescription(
                 name: "retry",
@@ -304,6 +343,10 @@ enum CommandTable {
         static let clientAccess = OptionDescription(names: ["--access"], valueName: "spec", help: "The access of items that clients create.", defaultValue: "none")
         static let remove = OptionDescription(names: ["--remove"], help: "Remove the embedded vault after the import, instead of leaving it read-only.")
         static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
+        static let readerKind = OptionDescription(names: ["--reader-kind"], valueName: "kind", help: "The simulated reader: device, storage or image.", defaultValue: "device")
+        static let image = OptionDescription(names: ["--image"], valueName: "file", help: "Send this PNG to the image reader instead of a finger.")
+        static let impression = OptionDescription(names: ["--impression"], valueName: "n", help: "Which impression of the finger, from 1.", defaultValue: "1")
+        static let output = OptionDescription(names: ["--output"], valueName: "file", help: "Where to write the PNG.", defaultValue: "ID-N.png")
         static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")
         static let wait = OptionDescription(names: ["--wait"], valueName: "seconds", help: "How long to wait for a process to open the reader, at most 3600.", defaultValue: "the --timeout value")
     }
@@ -314,6 +357,7 @@ enum CommandTable {
         static let service = ArgumentDescription(name: "service", help: "The service the item belongs to (at most 1024 bytes, no control characters).")
         static let account = ArgumentDescription(name: "account", help: "The account within the service (at most 1024 bytes, no control characters).")
         static let id = ArgumentDescription(name: "id", help: "The simulated finger (at most 1024 bytes, no control characters).")
+        static let touchedID = ArgumentDescription(name: "id", help: "The simulated finger (at most 1024 bytes, no control characters); none with --image.", isOptional: true)
         static let kind = ArgumentDescription(name: "kind", help: "Why: \(SimulatedRetry.allCases.map(\.rawValue).joined(separator: ", ")).")
         static let code = ArgumentDescription(name: "code", help: "The error, by name or libfprint number: \(SimulatedReaderError.allCases.map(\.rawValue).joined(separator: ", ")).")
         static let subcommand = ArgumentDescription(name: "subcommand", help: "The command, and its subcommand if it has some (for example: sim touch).", isOptional: true, isRepeating: true)

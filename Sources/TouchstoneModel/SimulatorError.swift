@@ -22,6 +22,11 @@ public enum SimulatorError: Error, Sendable, Hashable, Codable, CustomStringConv
     case cancelled
     /// A step of the backend walk-through did not behave as designed.
     case walkthroughFailed(String)
+    /// The command needs another kind of simulated reader (an image for
+    /// the image reader only).
+    case wrongReaderKind(VirtualReaderKind, needed: VirtualReaderKind)
+    /// An image file that cannot be used as a touch, and why.
+    case badImage(path: String, reason: String)
 
     public var description: String {
         switch self {
@@ -36,6 +41,9 @@ public enum SimulatorError: Error, Sendable, Hashable, Codable, CustomStringConv
             "no touchstone process opened the simulated reader within \(waited) (\(socket))"
         case .cancelled: "cancelled"
         case .walkthroughFailed(let why): why
+        case .wrongReaderKind(let kind, let needed):
+            "the simulator's reader is the \(kind) reader; this needs the \(needed) reader (touchstone sim start --reader-kind \(needed))"
+        case .badImage(let path, let reason): "\(path) cannot be a touch: \(reason)"
         }
     }
 }

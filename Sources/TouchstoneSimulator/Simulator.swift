@@ -8,9 +8,11 @@ import TouchstoneTPM
 /// them; `touch` puts a simulated finger on the reader while a process has
 /// it open (waiting for a touch).
 ///
-/// In the simulator a finger is an id string: enrolling takes as many
-/// touches of one id as the reader has stages (five); a touch of another
-/// id does not match.
+/// With the `device` reader (the default) a finger is an id string:
+/// enrolling takes as many touches of one id as the reader has stages
+/// (five); a touch of another id does not match. With the `image` reader
+/// a touch of an id is a synthetic impression of that finger, a new one
+/// each time, which libfprint's image pipeline matches or not.
 public struct Simulator: Sendable, Hashable {
     /// Wrong passcodes in a row that lock the simulator's TPM (its
     /// dictionary-attack limit).
@@ -34,13 +36,16 @@ public struct Simulator: Sendable, Hashable {
     public var readerSocket: String { layout.readerSocket }
     /// The socket of the simulator's daemon (`sim start --daemon`).
     public var daemonSocket: String { layout.daemonSocket }
+    /// Which of libfprint's virtual readers the simulator's reader is, as
+    /// `start` recorded it (`device` when nothing is recorded).
+    public var readerKind: VirtualReaderKind { VirtualReaderKind(recordedFor: readerSocket) }
 
     /// Whether its swtpm runs, and where everything is.
     public var status: SimulatorStatus {
         let swtpm = layout.swtpm
         let pid = swtpm.pid
         return SimulatorStatus(running: pid != nil, pid: pid, directory: directory, tcti: swtpm.tcti,
-                               readerSocket: readerSocket)
+                               readerSocket: readerSocket, readerKind: readerKind)
     }
 
     /// Refuses a state folder so deep that the sockets would not fit.
@@ -55,13 +60,16 @@ public struct Simulator: Sendable, Hashable {
     }
 
     /// Starts swtpm (its state kept across restarts) and sets its
-    /// dictionary-attack limits (`maximumPasscodeTries`, `triesRecoverySeconds`).
+    /// dictionary-attack limits (`maximumPasscodeTries`, `triesRecoverySeconds`);
+    /// records `readerKind` as the reader's (also when swtpm runs already):
+    /// a process that opens the reader from then on gets that kind.
     @discardableResult
-    public func start() throws(SimulatorError) -> Start {
+    public func start(readerKind: VirtualReaderKind = .device) throws(SimulatorError) -> Start {
         try layout.checkPaths()
+        try layout.createDirectories()
+        try layout.record(readerKind)
         let swtpm = layout.swtpm
         if let pid = swtpm.pid { return .alreadyRunning(pid: pid) }
-        try layout.createDirectories()
         let pid = try swtpm.start()
         do {
             try TPM(tcti: swtpm.tcti).setDictionaryAttackParameters(
@@ -85,30 +93,57 @@ public struct Simulator: Sendable, Hashable {
     }
 
     /// Puts simulated finger `finger` on the reader once, as soon as a
-    /// process has it open (waiting up to `wait`).
+    /// process has it open (waiting up to `wait`). With the image reader:
+    /// the finger's next synthetic impression, returned when the reader
+    /// has taken it in.
     public func touch(_ finger: String, wait: Duration = .seconds(30)) async throws(SimulatorError) {
-        try await send("SCAN \(finger)", wait: wait)
+        switch readerKind {
+        case .device, .storage:
+            try await send("SCAN \(finger)", wait: wait)
+        case .image:
+            let number = try layout.nextImpression(of: finger)
+            try await touch(image: SyntheticFingerprints.shared.impression(of: finger, number: number), wait: wait)
+        }
+    }
+
+    /// Puts `image` on the image reader (`sim start --reader-kind image`).
+    package func touch(image: GreyImage, wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        guard readerKind == .image else { throw .wrongReaderKind(readerKind, needed: .image) }
+        try await reach(wait) { socket in try await socket.sendImage(image, wait: wait, untilTaken: true) }
     }
 
     /// Makes the reader report a poor touch; it keeps waiting.
     public func retry(_ retry: SimulatedRetry, wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        if readerKind == .image { return try await sendImageCommand(-1, Int32(retry.libfprintCode), wait: wait) }
         try await send("RETRY \(retry.libfprintCode)", wait: wait)
     }
 
     /// Makes the reader fail with a device error.
     public func inject(_ error: SimulatedReaderError, wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        if readerKind == .image { return try await sendImageCommand(-2, Int32(error.libfprintCode), wait: wait) }
         try await send("ERROR \(error.libfprintCode)", wait: wait)
     }
 
     /// Unplugs the reader from the process that has it open.
     public func unplug(wait: Duration = .seconds(30)) async throws(SimulatorError) {
+        if readerKind == .image { return try await sendImageCommand(-5, 0, wait: wait) }
         try await send("UNPLUG", wait: wait)
     }
 
+    private func sendImageCommand(_ command: Int32, _ value: Int32, wait: Duration) async throws(SimulatorError) {
+        try await reach(wait) { socket in try await socket.sendImageCommand(command, value: value, wait: wait) }
+    }
+
     private func send(_ command: String, wait: Duration) async throws(SimulatorError) {
+        try await reach(wait) { socket in _ = try await socket.send(command, wait: wait) }
+    }
+
+    /// Runs `body` on the reader's socket; a failure there is the reader
+    /// not open (within `wait`), or a cancellation.
+    private func reach(_ wait: Duration, _ body: (VirtualReaderSocket) async throws -> Void) async throws(SimulatorError) {
         try layout.checkPaths()
         do {
-            try await VirtualReaderSocket(path: layout.readerSocket).send(command, wait: wait)
+            try await body(VirtualReaderSocket(path: layout.readerSocket))
         } catch {
             if Task.isCancelled || error is CancellationError { throw .cancelled }
             throw .readerNotOpen(socket: layout.readerSocket, waited: wait)
@@ -124,4 +159,6 @@ public struct SimulatorStatus: Sendable, Hashable, Encodable {
     public var directory: String
     public var tcti: String
     public var readerSocket: String
+    /// Which virtual reader it is (`sim start --reader-kind`).
+    public var readerKind: VirtualReaderKind
 }

@@ -1,3 +1,4 @@
+import Glibc
 import TouchstoneModel
 import Foundation
 
@@ -42,5 +43,43 @@ package struct SimulatorLayout: Sendable, Hashable {
                 throw .cannotCreate(path: path, reason: error.localizedDescription)
             }
         }
+    }
+
+    /// Records which virtual reader the simulator's is, beside its socket.
+    package func record(_ kind: VirtualReaderKind) throws(SimulatorError) {
+        let path = VirtualReaderKind.recordPath(forSocket: readerSocket)
+        do {
+            try Data((kind.rawValue + "\n").utf8).write(to: URL(fileURLWithPath: path), options: .atomic)
+        } catch {
+            throw .cannotCreate(path: path, reason: error.localizedDescription)
+        }
+    }
+
+    /// The next impression number of finger `id` for the image reader
+    /// (1, 2, ...): counted in `sim/impressions`, under a lock, so that
+    /// every touch is a new impression and a run of touches is the same
+    /// run each time the simulator starts afresh.
+    package func nextImpression(of id: String) throws(SimulatorError) -> Int {
+        let path = directory + "/impressions"
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .cannotCreate(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        flock(fd, LOCK_EX)
+        var bytes: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let n = read(fd, &buffer, buffer.count)
+            if n <= 0 { break }
+            bytes += buffer[..<n]
+        }
+        var counts = (try? JSONDecoder().decode([String: Int].self, from: Data(bytes))) ?? [:]
+        let next = (counts[id] ?? 0) + 1
+        counts[id] = next
+        let encoded = (try? JSONEncoder().encode(counts)).map { [UInt8]($0) } ?? []
+        guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0,
+              encoded.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == encoded.count else {
+            throw .cannotCreate(path: path, reason: String(cString: strerror(errno)))
+        }
+        return next
     }
 }

@@ -3,10 +3,13 @@ import Glibc
 import TouchstoneModel
 import TouchstonePOSIX
 
-/// The control socket of one libfprint virtual reader (virtual_device or
-/// virtual_device_storage): how tests and the simulator "touch" it. libfprint is the
-/// server and listens only while the reader is open; it takes one command
-/// per connection, without a newline, and closes the connection when done.
+/// The control socket of one libfprint virtual reader: how tests and the
+/// simulator "touch" it. libfprint is the server and listens only while
+/// the reader is open. virtual_device and virtual_device_storage take one
+/// text command per connection, without a newline, and close the
+/// connection when done; virtual_image reads images (`sendImage`) and
+/// commands given as a negative width (`sendImageCommand`), and closes the
+/// connection when it finds the end of what was sent.
 package struct VirtualReaderSocket: Sendable {
     package let path: String
 
