@@ -1,0 +1,138 @@
+import Foundation
+import Glibc
+import TestRigs
+import Testing
+import TouchstoneSimulator
+
+/// The simulator's image reader (`sim start --reader-kind image`): every
+/// touch a synthetic impression through libfprint's image pipeline
+/// (minutiae with NBIS, matching with bozorth3), through the CLI as a
+/// person would use it. Impressions are counted per finger from 1 in a
+/// fresh sandbox, so each test sees the same images every run.
+@Suite("The simulator's image reader, through the CLI")
+struct ImageReaderTests {
+    /// A sandbox whose simulator has the image reader; `daemon`: with its touchstoned.
+    static func sandbox(daemon: Bool = false) throws -> CLISandbox {
+        let sandbox = try CLISandbox(startSimulator: false)
+        let started = sandbox.run(["sim", "start", "--reader-kind", "image"] + (daemon ? ["--daemon"] : []))
+        guard started.code == 0 else { throw RigFailure("sim start --reader-kind image: \(started.stderr)") }
+        return sandbox
+    }
+
+    @Test("enrolled with five impressions of alice's finger: verify and get open with new impressions of it; bob's and carol's impressions open nothing (exit 2); sim status says the image reader")
+    func enrolVerifyGet() async throws {
+        try await blockingTest {
+            let sandbox = try Self.sandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.run(["--json", "sim", "status"]).stdoutText.contains(#""readerKind":"image""#))
+            #expect(sandbox.run(["--sim", "status"]).stdoutText.contains("virtual_image"))
+            #expect(sandbox.setPasscode().code == 0)
+            let enrolled = sandbox.enrollImages("right-index-finger", as: "alice")
+            #expect(enrolled.code == 0, "\(enrolled.stderr)")
+            #expect(sandbox.run(["--sim", "add", "bank", "me", "--access", "biometry-current-set"], stdin: Array("s3cret".utf8)).code == 0)
+
+            #expect(sandbox.withTouch("alice", ["--sim", "verify"]).code == 0)
+            let got = sandbox.withTouch("alice", ["--sim", "get", "bank", "me"])
+            #expect(got.code == 0 && got.stdoutText == "s3cret", "\(got.code): \(got.stderr)")
+            for stranger in ["bob", "carol"] {
+                let refused = sandbox.withTouch(stranger, ["--sim", "get", "bank", "me"])
+                #expect(refused.code == 2 && refused.stdout.isEmpty, "\(stranger): \(refused.code) \(refused.stderr)")
+            }
+            #expect(sandbox.withTouch("alice", ["--sim", "get", "bank", "me"]).stdoutText == "s3cret", "the owner still opens")
+        }
+    }
+
+    @Test("five strangers' impressions lock biometry (exit 6), the passcode clears it, and the owner's impression then opens; a second enrolled finger invalidates the current-set item (exit 10) and not the any-finger one")
+    func lockoutAndInvalidation() async throws {
+        try await blockingTest {
+            let sandbox = try Self.sandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enrollImages("right-index-finger", as: "alice").code == 0)
+            #expect(sandbox.run(["--sim", "add", "web", "current", "--access", "biometry-current-set"], stdin: Array("current".utf8)).code == 0)
+            #expect(sandbox.run(["--sim", "add", "web", "any", "--access", "biometry-any"], stdin: Array("any".utf8)).code == 0)
+            for stranger in ["s1", "s2", "s3", "s4"] {
+                #expect(sandbox.withTouch(stranger, ["--sim", "verify"]).code == 2)
+            }
+            #expect(sandbox.withTouch("s5", ["--sim", "verify"]).code == 6)
+            #expect(sandbox.run(["--sim", "verify"]).code == 6)
+            #expect(sandbox.run(["--sim", "verify", "--allow-passcode", "--passcode-fd", "0"],
+                                stdin: CLISandbox.line(CLISandbox.passcode)).code == 0)
+            #expect(sandbox.withTouch("alice", ["--sim", "get", "web", "current"]).stdoutText == "current")
+
+            #expect(sandbox.enrollImages("right-thumb", as: "alice-thumb").code == 0)
+            #expect(sandbox.run(["--sim", "get", "web", "current"]).code == 10)
+            #expect(sandbox.withTouch("alice-thumb", ["--sim", "get", "web", "any"]).stdoutText == "any")
+        }
+    }
+
+    @Test("an unreadable image is never a match: a blank one and one of noise leave the get waiting or refused, never opened; then the owner's impression opens it")
+    func unreadableImages() async throws {
+        try await blockingTest {
+            let sandbox = try Self.sandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enrollImages("right-index-finger", as: "alice").code == 0)
+            #expect(sandbox.run(["--sim", "add", "bank", "me", "--access", "biometry-any"], stdin: Array("s3cret".utf8)).code == 0)
+            let blank = sandbox.scratch + "/blank.png"
+            let noise = sandbox.scratch + "/noise.png"
+            try Data(GreyImage(width: 320, height: 440, pixels: [UInt8](repeating: 230, count: 320 * 440)).png()).write(to: URL(fileURLWithPath: blank))
+            var generator = SystemRandomNumberGenerator()
+            try Data(GreyImage(width: 320, height: 440, pixels: (0..<(320 * 440)).map { _ in UInt8.random(in: 0...255, using: &generator) }).png())
+                .write(to: URL(fileURLWithPath: noise))
+
+            for image in [blank, noise] {
+                let waiting = try sandbox.start(["--sim", "get", "bank", "me"])
+                #expect(waiting.waitForStderr("touch the reader"))
+                #expect(sandbox.run(["sim", "touch", "--image", image, "--wait", "60"]).code == 0)
+                // Either the reader asked again (still waiting: the owner's
+                // touch then opens) or the touch was refused; never opened.
+                let owner = sandbox.run(["sim", "touch", "alice", "--wait", "5"])
+                let result = waiting.wait()
+                if owner.code == 0 {
+                    #expect(result.code == 0 && result.stdoutText == "s3cret", "\(image): \(result.code) \(result.stderr)")
+                } else {
+                    #expect(result.code == 2 && result.stdout.isEmpty, "\(image): \(result.code) \(result.stderr)")
+                }
+            }
+        }
+    }
+
+    @Test("through the simulator's touchstoned (sim start --reader-kind image --daemon): enrolment, a get opened by the owner's impression, a stranger's refused")
+    func throughTheDaemon() async throws {
+        try await blockingTest {
+            let sandbox = try Self.sandbox(daemon: true)
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enrollImages("right-index-finger", as: "alice").code == 0)
+            #expect(sandbox.run(["--sim", "add", "bank", "me", "--access", "biometry-current-set"], stdin: Array("s3cret".utf8)).code == 0)
+            #expect(sandbox.withTouch("alice", ["--sim", "get", "bank", "me"]).stdoutText == "s3cret")
+            #expect(sandbox.withTouch("bob", ["--sim", "get", "bank", "me"]).code == 2)
+            let log = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
+            #expect(log.contains("enroll: ok") && log.contains("get: ok"), "the daemon served it: \(log)")
+        }
+    }
+}
+
+extension CLISandbox {
+    /// Enrols `finger` with impressions of simulated finger `id` on the
+    /// image reader, one at a time: each sent once the enrolment showed the
+    /// previous one's progress (the image pipeline takes the next image
+    /// only after it dealt with the last).
+    func enrollImages(_ finger: String, as id: String) -> CLIResult {
+        guard let enrolling = try? start(["--sim", "enroll", finger, "--passcode-fd", "0"], stdin: Self.line(Self.passcode)) else {
+            return CLIResult(code: -1, stdout: [], stderr: "cannot start enroll")
+        }
+        /// Lines of progress so far: stages ("Touch N of M") and retry hints.
+        func progress() -> Int {
+            enrolling.stderrSoFar.split(separator: "\n").filter { $0.hasPrefix("Touch ") || $0.hasPrefix("  ") }.count
+        }
+        for _ in 0..<20 where enrolling.poll() == nil {
+            let before = progress()
+            guard run(["sim", "touch", id, "--wait", "30"]).code == 0 else { break }
+            // Its progress (a stage, or a retry hint), or the end.
+            _ = blockingEventually { enrolling.poll() != nil || progress() > before }
+        }
+        return enrolling.wait()
+    }
+}
