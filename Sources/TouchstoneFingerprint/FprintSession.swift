@@ -10,6 +10,7 @@ final class FprintSession: @unchecked Sendable {
 
     init(environment: [String: String]) {
         self.environment = environment
+        FprintLog.quietLibfprint()
     }
 
     /// Creates the context and enumerates on first use. libfprint reads the

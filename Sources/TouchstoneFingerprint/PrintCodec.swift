@@ -75,7 +75,7 @@ extension PrintCodec {
     /// falls under the confinement. Once per process: GLib takes one log
     /// writer.
     package static func prepare() {
-        g_log_set_writer_func({ _, _, _, _ in G_LOG_WRITER_HANDLED }, nil, nil)
+        FprintLog.silence()
         _ = fp_print_get_type()
         _ = fp_finger_get_type()
         // A junk print's refusal: GError's and libfprint's error domains.
