@@ -83,9 +83,9 @@ struct OrientationField {
         self.width = width
         self.height = height
         let tilt = random.uniform(-0.20...0.20)
-        let warpX = SmoothNoise(width: width, height: height, spacing: 90, amplitude: 9, random: &random)
-        let warpY = SmoothNoise(width: width, height: height, spacing: 90, amplitude: 9, random: &random)
-        let perturbation = SmoothNoise(width: width, height: height, spacing: 70, amplitude: 0.10, random: &random)
+        let warpX = SmoothNoise(width: width, height: height, spacing: 90, amplitude: 16, random: &random)
+        let warpY = SmoothNoise(width: width, height: height, spacing: 90, amplitude: 16, random: &random)
+        let perturbation = SmoothNoise(width: width, height: height, spacing: 60, amplitude: 0.20, random: &random)
         // An arch: ridges are the level lines of y - h·exp(-(x-x0)²/2s²).
         let archHeight = random.uniform(0.25...0.55) * a
         let archWidth = random.uniform(0.35...0.55) * a

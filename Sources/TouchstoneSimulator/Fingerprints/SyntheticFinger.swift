@@ -60,7 +60,7 @@ package struct SyntheticFinger: Sendable {
                                      centre: centre, a: a, &random)
 
         // The ridge period: a finger's own mean, varying smoothly over it.
-        let meanPeriod = random.uniform(8.6...9.6)
+        let meanPeriod = random.uniform(8.3...9.9)
         let periodNoise = SmoothNoise(width: width, height: height, spacing: 110, amplitude: 0.35, random: &random)
         var kernels = [Int32](repeating: 0, count: width * height)
         var inside = [Bool](repeating: false, count: width * height)
