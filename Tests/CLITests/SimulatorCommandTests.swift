@@ -76,6 +76,15 @@ struct SimulatorCommandTests {
             #expect(piped.code == 0, "\(piped.stderr)")
             #expect(piped.stdout == png)
 
+            // Standard output a terminal: refused, the terminal not garbled.
+            let terminal = try PseudoTerminal()
+            try terminal.spawn(CLIProcess.binary, ["sim", "print", "alice"], stdout: terminal.slaveName,
+                               environment: sandbox.environment, scratch: sandbox.scratch)
+            #expect(terminal.blockingWait() == 64, "\(terminal.stderr)")
+            #expect(terminal.stderr.contains("standard output is a terminal"))
+            #expect(terminal.stderr.contains("hint: touchstone sim print alice --output FILE.png"))
+            #expect(!String(decoding: terminal.echoed, as: UTF8.self).contains("PNG"))
+
             // A file that cannot be written: a clear error, nothing else.
             let nowhere = sandbox.run(["sim", "print", "alice", "--output", sandbox.root + "/missing/a.png"])
             #expect(nowhere.code == 1)
