@@ -108,19 +108,33 @@ package final class SyntheticFingerprints: Sendable {
 
     /// At most this many masters are kept (about 0.7 MB each).
     private static let cacheLimit = 64
-    private let masters = Mutex<[String: SyntheticFinger]>([:])
+    private let masters = Mutex<[String: Slot]>([:])
+
+    /// One finger's place in the cache: its master once made. Callers
+    /// asking for the same finger at once wait for one master rather than
+    /// each growing their own (a fifth of a second of a core, four seconds
+    /// in a debug build); other fingers are made meanwhile.
+    private final class Slot: Sendable {
+        let master = Mutex<SyntheticFinger?>(nil)
+    }
 
     package init() {}
 
-    /// The master print of finger `id` (made on first use).
+    /// The master print of finger `id`, made on first use.
     package func finger(_ id: String) -> SyntheticFinger {
-        if let cached = masters.withLock({ $0[id] }) { return cached }
-        let made = SyntheticFinger(id: id)
-        masters.withLock { cache in
+        let slot = masters.withLock { cache in
+            if let slot = cache[id] { return slot }
             if cache.count >= Self.cacheLimit { cache.removeAll() }
-            cache[id] = made
+            let slot = Slot()
+            cache[id] = slot
+            return slot
         }
-        return made
+        return slot.master.withLock { master in
+            if let master { return master }
+            let made = SyntheticFinger(id: id)
+            master = made
+            return made
+        }
     }
 
     /// Impression `number` of finger `id`: the same ID and number give the
