@@ -9,7 +9,10 @@ extension VirtualReaderTests {
     /// matching at libfprint's threshold), not a comparison of ID strings.
     @Suite struct ImageReader {
         /// Fixed IDs: with these, the outcome below is what the generator
-        /// gives, every run (it is deterministic).
+        /// gives, every run (it is deterministic). Both are left loops:
+        /// measured with `G_MESSAGES_DEBUG=all`, the enrolled finger's
+        /// impressions 6 and 7 score 255 and 219, the stranger's 1 and 2 at
+        /// best 32 and 34, against libfprint's threshold of 40.
         static let enrolled = "alice-right-index"
         static let stranger = "bob-right-index"
 
