@@ -141,7 +141,7 @@ let package = Package(
         // What the command's processes share: errors as exit codes and
         // messages, output. Links no backend.
         .target(name: "TouchstoneCLISupport", dependencies: ["TouchstonePOSIX", "TouchstoneClient", "TouchstoneCommandLine"]),
-        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport",
+        .executableTarget(name: "TouchstoneCLI", dependencies: ["Touchstone", "TouchstoneCommandLine", "TouchstoneCLISupport", "TouchstoneSimulator",
                                                             "TouchstoneSSH", "TouchstoneSecretService", "TouchstoneDBus", "TouchstonePOSIX"],
                           linkerSettings: exportSharedCryptoContext),
         .executableTarget(name: "TouchstoneGet", dependencies: ["TouchstoneClient", "TouchstoneCLISupport", "TouchstoneCommandLine", "TouchstonePOSIX"],

@@ -6,6 +6,8 @@
 //   sizes, TPM excluded and included, against plain SQLite with the same rows.
 // - `TouchstoneBench kdf`: the passcode KDF as shipped (salted BLAKE2b)
 //   against Argon2id at libsodium's limits, beside a TPM passcode unseal.
+// - `TouchstoneBench fingers`: the simulator's synthetic fingerprints (a
+//   master print, an impression, its PNG).
 // See docs/performance.md for the figures and how to read them.
 import TouchstoneSimulator
 import Foundation
@@ -69,17 +71,19 @@ enum BenchCommand {
     case tpm(BenchOptions)
     case vault(VaultBenchOptions)
     case kdf(KDFOptions)
+    case fingers(SyntheticFingerOptions)
 
     init(arguments: [String]) throws {
         switch arguments.first {
         case "vault": self = .vault(try VaultBenchOptions(arguments: Array(arguments.dropFirst())))
         case "kdf": self = .kdf(try KDFOptions(arguments: Array(arguments.dropFirst())))
+        case "fingers": self = .fingers(try SyntheticFingerOptions(arguments: Array(arguments.dropFirst())))
         case "tpm": self = .tpm(try BenchOptions(arguments: Array(arguments.dropFirst())))
         default: self = .tpm(try BenchOptions(arguments: arguments))
         }
     }
 
-    static let usage = BenchOptions.usage + "\n\n" + VaultBenchOptions.usage + "\n\n" + KDFOptions.usage
+    static let usage = BenchOptions.usage + "\n\n" + VaultBenchOptions.usage + "\n\n" + KDFOptions.usage + "\n\n" + SyntheticFingerOptions.usage
 }
 
 let command: BenchCommand
@@ -120,6 +124,8 @@ do {
         rig.stopReporting()
         let report = try outcome.get()
         print(options.json ? try report.json() : report.table())
+    case .fingers(let options):
+        print(try runSyntheticFingerBenchmark(options))
     }
 } catch BenchError.interrupted {
     fail("\(BenchError.interrupted)", status: 130)

@@ -2,10 +2,14 @@ import Foundation
 import Touchstone
 import TouchstoneCLISupport
 import TouchstoneCommandLine
+import TouchstoneSimulator
 
-/// `sim start|stop|status|touch|retry|error|unplug`.
+/// `sim start|stop|status|touch|retry|error|unplug|print`.
 extension Session {
     func simulator(_ command: Command.SimulatorCommand) async throws {
+        if case .print(let id, let impression, let output) = command {
+            return try printSyntheticFinger(id, impression: impression, to: output)
+        }
         let simulator = self.simulator
         try simulator.checkPaths()
         switch command {
@@ -69,6 +73,8 @@ extension Session {
             try await simulator.inject(error, wait: options.timeout)
         case .unplug:
             try await simulator.unplug(wait: options.timeout)
+        case .print:
+            preconditionFailure("sim print is handled before the simulator's paths are checked")
         }
     }
 }
@@ -140,5 +146,33 @@ extension SimulatorStatus {
         TPM:       \(tcti)
         reader:    \(readerSocket) (libfprint's \(readerKind.driver))
         """
+    }
+}
+
+extension Session {
+    /// `sim print`: impression `impression` of synthetic finger `id` as a
+    /// PNG, to `output` or to standard output (refused when that is a
+    /// terminal).
+    func printSyntheticFinger(_ id: String, impression: Int, to output: String?) throws {
+        if output == nil, isatty(STDOUT_FILENO) == 1 {
+            throw CLIFailure(.usage, "standard output is a terminal: a PNG would garble it",
+                             hint: "touchstone sim print \(id) --output FILE.png, or redirect standard output")
+        }
+        let png: [UInt8]
+        do {
+            png = try SyntheticFingerprints.shared.impression(of: id, number: impression).png()
+        } catch {
+            throw CLIFailure(.failure, "\(error)")
+        }
+        guard let output else {
+            guard Output.write(STDOUT_FILENO, png) else { throw CLIFailure(.failure, "cannot write the PNG to standard output") }
+            return
+        }
+        do {
+            try Data(png).write(to: URL(fileURLWithPath: output))
+        } catch {
+            throw CLIFailure(.failure, "cannot write \(output): \((error as NSError).localizedDescription)")
+        }
+        Output.progress("wrote impression \(impression) of synthetic finger \(id) to \(output)")
     }
 }

@@ -99,6 +99,10 @@ public enum Command: Sendable, Hashable {
         case error(SimulatedReaderError)
         /// `sim unplug`.
         case unplug
+        /// `sim print ID [--impression N] [--output FILE]`: write impression
+        /// `impression` of synthetic finger `id` as a PNG to `output` (nil:
+        /// standard output).
+        case print(id: String, impression: Int, output: String?)
     }
 
     /// The command's name as typed, subcommand included: `"sim touch"`.
@@ -125,6 +129,7 @@ public enum Command: Sendable, Hashable {
             case .retry: "sim retry"
             case .error: "sim error"
             case .unplug: "sim unplug"
+            case .print: "sim print"
             }
         case .demo: "demo"
         case .importVault: "import"

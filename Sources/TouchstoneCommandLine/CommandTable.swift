@@ -310,6 +310,23 @@ enum CommandTable {
                     return .sim(.error(error))
                 }),
             CommandDescription(name: "unplug", abstract: "Unplug the simulated reader.", make: { _ in .sim(.unplug) }),
+            CommandDescription(
+                name: "print",
+                abstract: "Write a synthetic fingerprint image as a PNG.",
+                discussion: """
+                    Impression N of synthetic finger ID, as the simulator's image reader \
+                    gets it: the same ID and N give the same image every time; each N is \
+                    another touch of the same finger. Needs no running simulator.
+                    """,
+                arguments: [Argument.id],
+                options: [Option.impression, Option.output],
+                make: { invocation throws(UsageError) in
+                    let impression = try invocation.value(Option.impression).map { value throws(UsageError) in
+                        try NumberRules.whole(value, Option.impression.name, in: 1...1_000_000)
+                    } ?? 1
+                    return .sim(.print(id: try invocation.requiredText(Argument.id), impression: impression,
+                                       output: try invocation.optionText(Option.output)))
+                }),
         ])
 
     // MARK: Others
@@ -348,6 +365,8 @@ enum CommandTable {
         static let impression = OptionDescription(names: ["--impression"], valueName: "n", help: "Which impression of the finger, from 1.", defaultValue: "1")
         static let output = OptionDescription(names: ["--output"], valueName: "file", help: "Where to write the PNG.", defaultValue: "ID-N.png")
         static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")
+        static let impression = OptionDescription(names: ["--impression"], valueName: "n", help: "Which touch of the finger, from 1 to 1000000.", defaultValue: "1")
+        static let output = OptionDescription(names: ["--output"], valueName: "file", help: "Where to write the PNG (not to a terminal).", defaultValue: "standard output")
         static let wait = OptionDescription(names: ["--wait"], valueName: "seconds", help: "How long to wait for a process to open the reader, at most 3600.", defaultValue: "the --timeout value")
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 import TestRigs
+import TouchstoneSimulator
 
 /// sim start / status / stop: idempotent, reported, and refused with a
 /// clear message when the state directory is too deep for unix sockets.
@@ -55,6 +56,39 @@ struct SimulatorCommandTests {
             #expect(result.stderr.contains("too deep"))
             #expect(result.stderr.contains("hint:"))
             #expect(!FileManager.default.fileExists(atPath: deep))
+        }
+    }
+
+    @Test("sim print writes the synthetic impression the image reader gets, to a file or to standard output")
+    func printSyntheticFinger() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox(startSimulator: false)
+            defer { sandbox.close() }
+            let file = sandbox.root + "/alice-2.png"
+            let written = sandbox.run(["sim", "print", "alice", "--impression", "2", "--output", file])
+            #expect(written.code == 0, "\(written.stderr)")
+            #expect(written.stderr.contains("wrote impression 2 of synthetic finger alice to \(file)"))
+            let png = try [UInt8](Data(contentsOf: URL(fileURLWithPath: file)))
+            #expect(try GreyImage(png: png) == SyntheticFingerprints.shared.impression(of: "alice", number: 2))
+
+            // Standard output (a pipe here) gets the same bytes.
+            let piped = sandbox.run(["sim", "print", "alice", "--impression", "2"])
+            #expect(piped.code == 0, "\(piped.stderr)")
+            #expect(piped.stdout == png)
+
+            // Standard output a terminal: refused, the terminal not garbled.
+            let terminal = try PseudoTerminal()
+            try terminal.spawn(CLIProcess.binary, ["sim", "print", "alice"], stdout: terminal.slaveName,
+                               environment: sandbox.environment, scratch: sandbox.scratch)
+            #expect(terminal.blockingWait() == 64, "\(terminal.stderr)")
+            #expect(terminal.stderr.contains("standard output is a terminal"))
+            #expect(terminal.stderr.contains("hint: touchstone sim print alice --output FILE.png"))
+            #expect(!String(decoding: terminal.echoed, as: UTF8.self).contains("PNG"))
+
+            // A file that cannot be written: a clear error, nothing else.
+            let nowhere = sandbox.run(["sim", "print", "alice", "--output", sandbox.root + "/missing/a.png"])
+            #expect(nowhere.code == 1)
+            #expect(nowhere.stderr.contains("cannot write \(sandbox.root)/missing/a.png"))
         }
     }
 }

@@ -64,6 +64,9 @@ struct CommandParsingTests {
         ParseCase(["sim", "error", "257"], .sim(.error(.tooHot))),
         ParseCase(["sim", "error", "0"], .sim(.error(.general))),
         ParseCase(["sim", "unplug"], .sim(.unplug)),
+        ParseCase(["sim", "print", "alice"], .sim(.print(id: "alice", impression: 1, output: nil))),
+        ParseCase(["sim", "print", "alice", "--impression", "7", "--output", "a.png"],
+                  .sim(.print(id: "alice", impression: 7, output: "a.png"))),
         ParseCase(["demo"], .demo),
     ]
 
@@ -121,7 +124,7 @@ struct CommandParsingTests {
             (.delete(service: "s", account: "a"), "delete"), (.list(service: nil), "list"),
             (.sim(.start()), "sim start"), (.sim(.stop), "sim stop"), (.sim(.status), "sim status"),
             (.sim(.touch(id: "x", count: 1, wait: .seconds(1))), "sim touch"), (.sim(.retry(.again)), "sim retry"),
-            (.sim(.error(.busy)), "sim error"), (.sim(.unplug), "sim unplug"), (.demo, "demo"),
+            (.sim(.error(.busy)), "sim error"), (.sim(.unplug), "sim unplug"), (.sim(.print(id: "a", impression: 1, output: nil)), "sim print"), (.demo, "demo"),
         ]
         for (command, name) in expected {
             #expect(command.name == name)

@@ -6,7 +6,7 @@ struct HelpTests {
     /// The commands with an ARGUMENTS section.
     static let withArguments: Set<[String]> = [
         ["enroll"], ["unenroll"], ["add"], ["get"], ["update"], ["delete"],
-        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["help"], ["ssh-key", "create"], ["ssh-key", "delete"], ["ssh-key", "sign"],
+        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["sim", "print"], ["help"], ["ssh-key", "create"], ["ssh-key", "delete"], ["ssh-key", "sign"],
     ]
     /// The commands with a SUBCOMMANDS section.
     static let groups: Set<[String]> = [[], ["passcode"], ["sim"], ["ssh-key"]]
@@ -71,7 +71,7 @@ struct HelpTests {
     @Test("groups list their subcommands", arguments: [
         ([String](), ["status", "passcode", "enroll", "unenroll", "fingers", "verify", "add", "get", "update", "delete", "list", "sim", "demo", "help"]),
         (["passcode"], ["set", "change", "remove"]),
-        (["sim"], ["start", "stop", "status", "touch", "retry", "error", "unplug"]),
+        (["sim"], ["start", "stop", "status", "touch", "retry", "error", "unplug", "print"]),
     ])
     func subcommands(_ path: [String], _ names: [String]) {
         guard let text = helpText(path + ["--help"]) else { return }

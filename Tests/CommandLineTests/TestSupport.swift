@@ -51,6 +51,6 @@ let allCommandPaths: [[String]] = [
     [], ["status"], ["passcode"], ["passcode", "set"], ["passcode", "change"], ["passcode", "remove"],
     ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["add"], ["get"], ["update"], ["delete"], ["list"], ["import"],
     ["secret-service"], ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
-    ["sim", "error"], ["sim", "unplug"], ["demo"], ["help"],
+    ["sim", "error"], ["sim", "unplug"], ["sim", "print"], ["demo"], ["help"],
     ["ssh-key"], ["ssh-key", "create"], ["ssh-key", "list"], ["ssh-key", "delete"], ["ssh-key", "sign"], ["ssh-agent"],
 ]

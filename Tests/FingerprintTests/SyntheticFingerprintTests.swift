@@ -95,6 +95,32 @@ import TouchstoneSimulator
         #expect(try GreyImage(png: largest).width == 1024)
     }
 
+    /// docs/images/synthetic-finger.png: `TOUCHSTONE_WRITE_PICTURE=docs/images/synthetic-finger.png
+    /// swift test --filter writesThePictureForTheDocs` (only then does it run).
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["TOUCHSTONE_WRITE_PICTURE"] != nil))
+    func writesThePictureForTheDocs() throws {
+        let path = try #require(ProcessInfo.processInfo.environment["TOUCHSTONE_WRITE_PICTURE"])
+        let generator = SyntheticFingerprints.shared
+        let finger = generator.finger("alice-right-index")
+        // The master: ridges dark, the canvas off the fingertip light.
+        let master = GreyImage(width: SyntheticFinger.width, height: SyntheticFinger.height,
+                               pixels: finger.ridges.map { $0 == 0 ? 255 : UInt8(clamping: Int((1 - $0) * 110 + 20)) })
+        let tiles = [master] + (1...3).map { generator.impression(of: "alice-right-index", number: $0) }
+            + [generator.impression(of: "bob-right-index", number: 1)]
+        let gap = 12
+        let width = tiles.map(\.width).reduce(0, +) + gap * (tiles.count - 1)
+        let height = tiles.map(\.height).max()!
+        var pixels = [UInt8](repeating: 255, count: width * height)
+        var left = 0
+        for tile in tiles {
+            let top = (height - tile.height) / 2
+            for y in 0..<tile.height { for x in 0..<tile.width { pixels[(top + y) * width + left + x] = tile[x, y] } }
+            left += tile.width + gap
+        }
+        let png = try GreyImage(width: width, height: height, pixels: pixels).png()
+        try Data(png).write(to: URL(fileURLWithPath: path))
+    }
+
     /// The fraction of pixels of `a` and `b` that differ by more than 32.
     private func differingFraction(_ a: GreyImage, _ b: GreyImage) -> Double {
         let differing = zip(a.pixels, b.pixels).filter { abs(Int($0) - Int($1)) > 32 }.count

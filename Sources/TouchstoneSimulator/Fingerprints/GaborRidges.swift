@@ -31,34 +31,27 @@ enum GaborRidges {
         return bank
     }()
 
-    /// One even-symmetric Gabor kernel for ridges running along `theta`.
+    /// One even-symmetric Gabor kernel for ridges running along `theta`:
+    /// a Gaussian envelope, longer along the ridges than across, times a
+    /// cosine across them.
     static func kernel(theta: Double, period: Double) -> [Float] {
         let along = 0.50 * period, across = 0.38 * period
-        var weights = [Double](repeating: 0, count: side * side)
-        var response = 0.0, mean = 0.0, envelope = 0.0
+        var envelope = [Double](repeating: 0, count: side * side)
+        var wave = [Double](repeating: 0, count: side * side)
         for j in -radius...radius {
             for i in -radius...radius {
                 let u = Double(i) * cos(theta) + Double(j) * sin(theta)
                 let v = -Double(i) * sin(theta) + Double(j) * cos(theta)
-                let e = exp(-0.5 * (u * u / (along * along) + v * v / (across * across)))
-                let w = e * cos(2 * .pi * v / period)
-                weights[(j + radius) * side + (i + radius)] = w
-                mean += w
-                envelope += e
+                let k = (j + radius) * side + (i + radius)
+                envelope[k] = exp(-0.5 * (u * u / (along * along) + v * v / (across * across)))
+                wave[k] = cos(2 * .pi * v / period)
             }
         }
-        // No response to a flat area, then unit response to a matched sinusoid.
-        for k in weights.indices {
-            let j = k / side - radius, i = k % side - radius
-            let e = exp(-0.5 * (pow(Double(i) * cos(theta) + Double(j) * sin(theta), 2) / (along * along)
-                                + pow(-Double(i) * sin(theta) + Double(j) * cos(theta), 2) / (across * across)))
-            weights[k] -= mean * e / envelope
-        }
-        for k in weights.indices {
-            let j = k / side - radius, i = k % side - radius
-            let v = -Double(i) * sin(theta) + Double(j) * cos(theta)
-            response += weights[k] * cos(2 * .pi * v / period)
-        }
+        // No response to a flat area (the envelope's share of the mean
+        // taken off), then a unit response to a matched sinusoid.
+        let mean = zip(envelope, wave).map { $0 * $1 }.reduce(0, +) / envelope.reduce(0, +)
+        let weights = zip(envelope, wave).map { $0 * ($1 - mean) }
+        let response = zip(weights, wave).map { $0 * $1 }.reduce(0, +)
         return weights.map { Float($0 / response) }
     }
 

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// One touch of a synthetic finger on the simulated sensor, differing from
 /// every other touch as real ones do: where and how the finger lands
@@ -23,7 +22,7 @@ package struct Impression: Sendable {
         let rotation = random.uniform(-15...15) * .pi / 180
         let shiftX = random.uniform(-20...20), shiftY = random.uniform(-24...24)
         // The contact region, in the master's coordinates.
-        let contact = Point(x: finger.centre.x + random.uniform(-14...14), y: finger.centre.y + random.uniform(-18...18))
+        let contact = PrintPoint(x: finger.centre.x + random.uniform(-14...14), y: finger.centre.y + random.uniform(-18...18))
         let contactA = finger.a * random.uniform(0.80...0.97), contactB = finger.b * random.uniform(0.76...0.95)
         let edgeNoise = SmoothNoise(width: SyntheticFinger.width, height: SyntheticFinger.height, spacing: 60,
                                     amplitude: 0.035, random: &random)
@@ -54,9 +53,8 @@ package struct Impression: Sendable {
                 let cx = (mx - contact.x) / contactA, cy = (my - contact.y) / contactB
                 let rho = (cx * cx + cy * cy).squareRoot() + edgeNoise(mx, my)
                 guard rho < 1 else { continue }
-                let reach = min(rho, 1)
-                mx += distortX(mx, my) * reach * reach
-                my += distortY(mx, my) * reach * reach
+                let reach = max(rho, 0) * max(rho, 0)
+                (mx, my) = (mx + distortX(mx, my) * reach, my + distortY(mx, my) * reach)
                 // A soft edge: contact fades over the outer 12%.
                 let edge = Float(min(max((1 - rho) / 0.12, 0), 1))
                 let weight = edge * edge * (3 - 2 * edge) * pressure
@@ -96,36 +94,5 @@ package struct Impression: Sendable {
                 pixels[y * width + x] = UInt8(min(max(noisy.rounded(), 0), 255))
             }
         }
-    }
-}
-
-/// Synthetic fingerprints by finger ID, for the simulator's image reader:
-/// each finger's master print is made once and kept (it is the expensive
-/// part), impressions are taken from it on demand.
-package final class SyntheticFingerprints: Sendable {
-    /// The process's generator.
-    package static let shared = SyntheticFingerprints()
-
-    /// At most this many masters are kept (about 0.7 MB each).
-    private static let cacheLimit = 64
-    private let masters = Mutex<[String: SyntheticFinger]>([:])
-
-    package init() {}
-
-    /// The master print of finger `id` (made on first use).
-    package func finger(_ id: String) -> SyntheticFinger {
-        if let cached = masters.withLock({ $0[id] }) { return cached }
-        let made = SyntheticFinger(id: id)
-        masters.withLock { cache in
-            if cache.count >= Self.cacheLimit { cache.removeAll() }
-            cache[id] = made
-        }
-        return made
-    }
-
-    /// Impression `number` of finger `id`: the same ID and number give the
-    /// same image, byte for byte.
-    package func impression(of id: String, number: Int) -> GreyImage {
-        Impression.take(of: finger(id), number: number)
     }
 }

@@ -3,7 +3,8 @@ import Foundation
 /// The master print of one synthetic finger (SFinGe's "master
 /// fingerprint"): the whole fingertip's ridge pattern, from which every
 /// impression of that finger is taken. Made from a seed (the finger's ID)
-/// alone, so the same ID gives the same finger on every run and machine.
+/// alone, so the same ID gives the same finger on every run (and on every
+/// machine whose C library computes sin, cos and exp to the same bits).
 package struct SyntheticFinger: Sendable {
     /// The master's canvas, a little larger than an impression so that a
     /// shifted or rotated touch still falls on the finger.
@@ -14,7 +15,7 @@ package struct SyntheticFinger: Sendable {
     package let fingerClass: FingerprintClass
     package let singularPoints: SingularPoints
     /// The fingertip: an ellipse around `centre` with half-axes `a`, `b`.
-    package let centre: Point
+    package let centre: PrintPoint
     package let a: Double
     package let b: Double
     /// The finger's mean ridge period in pixels (about 9 at 500 dpi).
@@ -25,7 +26,7 @@ package struct SyntheticFinger: Sendable {
 
     /// The shape of finger `id`'s master, drawn first from its seed.
     private struct Layout {
-        var centre: Point
+        var centre: PrintPoint
         var a: Double
         var b: Double
         var fingerClass: FingerprintClass
@@ -33,7 +34,7 @@ package struct SyntheticFinger: Sendable {
 
         init(id: String, _ random: inout SeededRandom) {
             random = SeededRandom(id, 0x7f5)
-            centre = Point(x: Double(SyntheticFinger.width) / 2, y: Double(SyntheticFinger.height) / 2)
+            centre = PrintPoint(x: Double(SyntheticFinger.width) / 2, y: Double(SyntheticFinger.height) / 2)
             a = random.uniform(135...155)
             b = random.uniform(185...210)
             fingerClass = FingerprintClass.draw(&random)
@@ -60,7 +61,7 @@ package struct SyntheticFinger: Sendable {
                                      centre: centre, a: a, &random)
 
         // The ridge period: a finger's own mean, varying smoothly over it.
-        let meanPeriod = random.uniform(8.6...9.6)
+        let meanPeriod = random.uniform(8.3...9.9)
         let periodNoise = SmoothNoise(width: width, height: height, spacing: 110, amplitude: 0.35, random: &random)
         var kernels = [Int32](repeating: 0, count: width * height)
         var inside = [Bool](repeating: false, count: width * height)

@@ -1,0 +1,103 @@
+import Foundation
+import Testing
+import TouchstoneSimulator
+@testable import TouchstoneFingerprint
+
+extension VirtualReaderTests {
+    /// Synthetic impressions through libfprint's `virtual_image` reader:
+    /// the image sensor's own pipeline (NBIS mindtct minutiae, bozorth3
+    /// matching at libfprint's threshold), not a comparison of ID strings.
+    @Suite struct ImageReader {
+        /// Fixed IDs: with these, the outcome below is what the generator
+        /// gives, every run (it is deterministic). Both are left loops:
+        /// measured with `G_MESSAGES_DEBUG=all`, the enrolled finger's
+        /// impressions 6 and 7 score 230 and 224, the stranger's 1 and 2 at
+        /// best 32 and 35, against libfprint's threshold of 40.
+        static let enrolled = "alice-right-index"
+        static let stranger = "bob-right-index"
+
+        @Test func impressionsOfTheEnrolledFingerMatchAndAnotherFingerDoesNot() async throws {
+            try await withRig(.image) { rig in
+                #expect(rig.reader.driver == "virtual_image")
+                let generator = SyntheticFingerprints.shared
+                let print = try await rig.enrollImages(of: Self.enrolled, from: 1)
+                #expect(print.reader == rig.reader.identity)
+
+                // Impressions never enrolled: a different touch of the same finger matches.
+                for number in 6...7 {
+                    try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: number))
+                    #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true,
+                            "impression \(number) of the enrolled finger")
+                }
+                // Another finger's touches do not.
+                for number in 1...2 {
+                    try await rig.socket.sendImage(generator.impression(of: Self.stranger, number: number))
+                    #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == false,
+                            "impression \(number) of another finger")
+                }
+            }
+        }
+
+        /// A measurement, not a check (run only when asked):
+        /// `TOUCHSTONE_PROBE_FINGERS=12 G_MESSAGES_DEBUG=all swift test --filter probeOfSyntheticFingers`
+        /// enrols each of N synthetic fingers with impressions 1-5, verifies
+        /// it with its impressions 6-8 (genuine) and with impression 1 of every
+        /// other finger (impostor), and prints what matched; libfprint's debug
+        /// log has each bozorth3 score ("score S/40"). docs/fingerprint.md
+        /// quotes a run. The FVC-protocol benchmark is issue 23's item 5.
+        @Test(.enabled(if: ProcessInfo.processInfo.environment["TOUCHSTONE_PROBE_FINGERS"] != nil))
+        func probeOfSyntheticFingers() async throws {
+            let count = try #require(Int(ProcessInfo.processInfo.environment["TOUCHSTONE_PROBE_FINGERS"] ?? ""))
+            let ids = (0..<count).map { "probe-\($0)" }
+            let generator = SyntheticFingerprints.shared
+            var genuine = (tried: 0, matched: 0), impostor = (tried: 0, matched: 0)
+            for id in ids {
+                try await withRig(.image) { rig in
+                    let print = try await rig.enrollImages(of: id, from: 1)
+                    var line = "\(id) (\(SyntheticFinger.plan(id: id).0.rawValue)):"
+                    for number in 6...8 {
+                        try await rig.socket.sendImage(generator.impression(of: id, number: number))
+                        let matched = try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
+                        genuine.tried += 1
+                        if matched { genuine.matched += 1 }
+                        line += matched ? " match" : " NO MATCH"
+                    }
+                    for other in ids where other != id {
+                        try await rig.socket.sendImage(generator.impression(of: other, number: 1))
+                        let matched = try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
+                        impostor.tried += 1
+                        if matched {
+                            impostor.matched += 1
+                            line += " matched by \(other) (\(SyntheticFinger.plan(id: other).0.rawValue))"
+                        }
+                    }
+                    Swift.print(line)
+                }
+            }
+            Swift.print("genuine: \(genuine.matched) of \(genuine.tried) matched; impostor: \(impostor.matched) of \(impostor.tried) matched")
+        }
+    }
+}
+
+extension VirtualRig {
+    /// Enrols finger `id` on the image reader with its impressions `first`,
+    /// `first + 1`, ...: each image is sent once the previous one's
+    /// progress (a stage or a retry) arrived, and none after the last stage.
+    func enrollImages(of id: String, from first: Int, user: String = "alice") async throws -> EnrolledPrint {
+        let log = EventLog()
+        let enrolling = Task {
+            try await backend.enroll(.rightIndex, username: user, on: reader.identity,
+                                     timeout: .seconds(120), events: log.handler)
+        }
+        var number = first
+        while !log.events.contains(.stage(completed: reader.enrollStages, total: reader.enrollStages)) {
+            let seen = log.events.count
+            try await socket.sendImage(SyntheticFingerprints.shared.impression(of: id, number: number))
+            number += 1
+            try await waitUntil("progress after impression \(number - 1) of \(id)", limit: .seconds(60)) {
+                log.events.count > seen
+            }
+        }
+        return try await enrolling.value
+    }
+}
