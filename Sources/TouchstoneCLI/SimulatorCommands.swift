@@ -4,7 +4,7 @@ import TouchstoneCLISupport
 import TouchstoneCommandLine
 import TouchstoneSimulator
 
-/// `sim start|stop|status|touch|retry|error|unplug|print`.
+/// `sim start|stop|status|touch|print|retry|error|unplug`.
 extension Session {
     func simulator(_ command: Command.SimulatorCommand) async throws {
         if case .print(let id, let impression, let output) = command {
@@ -53,20 +53,6 @@ extension Session {
         case .touchImage(let path, let wait):
             try await simulator.touch(image: try Self.readImage(path), wait: wait)
             Output.progress("touch: \(path)")
-        case .print(let id, let impression, let output):
-            let path = output ?? "\(id)-\(impression).png"
-            let png: [UInt8]
-            do {
-                png = try SyntheticFingerprints.shared.impression(of: id, number: impression).png()
-            } catch {
-                throw CLIFailure(.failure, "cannot encode the image: \(error)")
-            }
-            do {
-                try Data(png).write(to: URL(fileURLWithPath: path))
-            } catch {
-                throw CLIFailure(.failure, "cannot write \(path): \(error.localizedDescription)")
-            }
-            Output.progress("wrote impression \(impression) of finger \(SafeText.quoted(id)) to \(path)")
         case .retry(let kind):
             try await simulator.retry(kind, wait: options.timeout)
         case .error(let error):

@@ -89,10 +89,6 @@ public enum Command: Sendable, Hashable {
         /// `sim touch --image FILE [--wait SECONDS]`: put the image in the
         /// PNG `path` on the image reader.
         case touchImage(path: String, wait: Duration)
-        /// `sim print ID [--impression N] [--output FILE]`: write synthetic
-        /// impression `impression` of finger `id` as a PNG (`output`, or
-        /// `ID-N.png`).
-        case print(id: String, impression: Int, output: String?)
         /// `sim retry KIND`.
         case retry(SimulatedRetry)
         /// `sim error CODE`.
@@ -125,7 +121,6 @@ public enum Command: Sendable, Hashable {
             case .stop: "sim stop"
             case .status: "sim status"
             case .touch, .touchImage: "sim touch"
-            case .print: "sim print"
             case .retry: "sim retry"
             case .error: "sim error"
             case .unplug: "sim unplug"

@@ -271,23 +271,6 @@ enum CommandTable {
                     return .sim(.touch(id: id, count: count, wait: wait))
                 }),
             CommandDescription(
-                name: "print",
-                abstract: "Write a synthetic fingerprint image as a PNG.",
-                discussion: """
-                    The image reader's impression N of finger ID (the same for the same ID \
-                    and N, on any machine), for people to look at; written to --output, \
-                    else to ID-N.png in the current folder.
-                    """,
-                arguments: [Argument.id],
-                options: [Option.impression, Option.output],
-                make: { invocation throws(UsageError) in
-                    let impression = try invocation.value(Option.impression).map { value throws(UsageError) in
-                        try NumberRules.whole(value, Option.impression.name, in: 1...1_000_000)
-                    } ?? 1
-                    return .sim(.print(id: try invocation.requiredText(Argument.id), impression: impression,
-                                       output: try invocation.optionText(Option.output)))
-                }),
-            CommandDescription(
                 name: "retry",
                 abstract: "Make the simulated reader ask for another touch.",
                 arguments: [Argument.kind],
@@ -362,8 +345,6 @@ enum CommandTable {
         static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
         static let readerKind = OptionDescription(names: ["--reader-kind"], valueName: "kind", help: "The simulated reader: device, storage or image.", defaultValue: "device")
         static let image = OptionDescription(names: ["--image"], valueName: "file", help: "Send this PNG to the image reader instead of a finger.")
-        static let impression = OptionDescription(names: ["--impression"], valueName: "n", help: "Which impression of the finger, from 1.", defaultValue: "1")
-        static let output = OptionDescription(names: ["--output"], valueName: "file", help: "Where to write the PNG.", defaultValue: "ID-N.png")
         static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")
         static let impression = OptionDescription(names: ["--impression"], valueName: "n", help: "Which touch of the finger, from 1 to 1000000.", defaultValue: "1")
         static let output = OptionDescription(names: ["--output"], valueName: "file", help: "Where to write the PNG (not to a terminal).", defaultValue: "standard output")

@@ -129,7 +129,9 @@ struct HelpTests {
 
     @Test("usage lines quoted by the brief")
     func usageLines() {
-        #expect(helpText(["help", "sim", "touch"])?.contains("\nUSAGE: touchstone sim touch <id> [--count <n>] [--wait <seconds>]\n") == true)
+        // Wrapped at 80 columns: compared with its white space collapsed.
+        let touchHelp = (helpText(["help", "sim", "touch"]) ?? "").split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        #expect(touchHelp.contains("USAGE: touchstone sim touch [<id>] [--count <n>] [--wait <seconds>] [--image <file>] "))
         #expect(helpText(["help", "unenroll"])?.contains("\nUSAGE: touchstone unenroll <finger> | --all\n") == true)
         #expect(helpText(["help", "passcode", "remove"])?.contains("\nUSAGE: touchstone passcode remove --yes\n") == true)
         #expect(helpText(["--help"])?.contains("\nUSAGE: touchstone [<options>] <subcommand>\n") == true)

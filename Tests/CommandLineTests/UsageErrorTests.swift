@@ -19,7 +19,7 @@ struct UsageErrorTests {
     static let root = "touchstone [<options>] <subcommand>"
     static let add = "touchstone add <service> <account> [--access <spec>] [--label <text>] [--comment <text>]"
     static let get = "touchstone get <service> <account> [--reason <text>]"
-    static let touch = "touchstone sim touch <id> [--count <n>] [--wait <seconds>]"
+    static let touch = "touchstone sim touch [<id>] [--count <n>] [--wait <seconds>] [--image <file>]"
     static let long = String(repeating: "s", count: 1025)
 
     static let cases: [UsageCase] = [
@@ -75,7 +75,10 @@ struct UsageErrorTests {
         UsageCase(["list", "mail"], "unexpected argument 'mail'", "touchstone list [--service <service>]"),
         UsageCase(["list", "--service", ""], "--service must not be empty", "touchstone list [--service <service>]"),
         UsageCase(["list", "--service"], "missing value for '--service <service>'", "touchstone list [--service <service>]"),
-        UsageCase(["sim", "touch"], "missing argument '<id>'", touch),
+        UsageCase(["sim", "touch"], "sim touch needs a finger id (or --image FILE)", touch),
+        UsageCase(["sim", "start", "--reader-kind", "camera"], "unknown reader kind 'camera'; use one of: device, storage, image",
+                  "touchstone sim start [--reader-kind <kind>] [--daemon]"),
+        UsageCase(["sim", "touch", "a", "--image", "f.png"], "--image sends one given image: no finger id and no --count with it", touch),
         UsageCase(["sim", "touch", ""], "<id> must not be empty", touch),
         UsageCase(["sim", "touch", "a", "--count", "0"], "--count must be a whole number from 1 to 1000, not '0'", touch),
         UsageCase(["sim", "touch", "a", "--count", "1001"], "--count must be a whole number from 1 to 1000, not '1001'", touch),

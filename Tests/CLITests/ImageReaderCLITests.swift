@@ -10,7 +10,7 @@ import TouchstoneSimulator
 /// person would use it. Impressions are counted per finger from 1 in a
 /// fresh sandbox, so each test sees the same images every run.
 @Suite("The simulator's image reader, through the CLI")
-struct ImageReaderTests {
+struct ImageReaderCLITests {
     /// A sandbox whose simulator has the image reader; `daemon`: with its touchstoned.
     static func sandbox(daemon: Bool = false) throws -> CLISandbox {
         let sandbox = try CLISandbox(startSimulator: false)
