@@ -1,20 +1,47 @@
 import Glibc
+import TouchstoneModel
 import TouchstonePOSIX
 import TouchstoneSecure
 
 /// Sending images to libfprint's `virtual_image` reader, whose socket
 /// takes frames rather than text commands: two native-endian int32 (width,
-/// height), then the greyscale pixels. The reader reads a frame only while
-/// an operation runs (or from then on); a frame sent early waits in the
-/// socket.
+/// height), then the greyscale pixels; a negative width is a command
+/// instead (-1 retry, -2 error, with the code as the height). The reader
+/// reads a frame only while an operation runs (or from then on); a frame
+/// sent early waits in the socket.
 extension VirtualReaderSocket {
+    /// Makes the image reader report `retry` for the touch it waits for, as
+    /// an image sensor does: the finger lands (-4, 1), the capture is poor
+    /// (-1, the retry's code), the finger lifts (-4, 0). libfprint 1.94's
+    /// image device takes a retry as coming after a capture and then waits
+    /// for the finger to go: a bare retry makes it warn of an impossible
+    /// state change and drop the next image (measured:
+    /// "fpi_image_device_image_captured: assertion ... failed").
+    package func sendImageRetry(_ retry: SimulatedRetry, wait: Duration = .seconds(10)) async throws {
+        try await sendFrame(Self.command(-4, 1) + Self.command(-1, Int32(retry.libfprintCode)) + Self.command(-4, 0), wait: wait)
+    }
+
+    /// Makes the image reader fail its operation with `error`.
+    package func sendImageError(_ error: SimulatedReaderError, wait: Duration = .seconds(10)) async throws {
+        try await sendFrame(Self.command(-2, Int32(error.libfprintCode)), wait: wait)
+    }
+
+    /// A command frame: two native-endian int32.
+    private static func command(_ kind: Int32, _ value: Int32) -> [UInt8] {
+        withUnsafeBytes(of: kind) { Array($0) } + withUnsafeBytes(of: value) { Array($0) }
+    }
+
     /// Sends `image` on a connection of its own (waiting up to `wait` for
     /// the socket to accept), connected and written from a thread of its
     /// own: a blocking write larger than the socket's buffer must not hold
     /// a thread that libfprint's main loop may need. Returns once the frame
     /// is written; libfprint reads it when its operation wants a touch.
     package func sendImage(_ image: GreyImage, wait: Duration = .seconds(10)) async throws {
-        let frame = image.virtualImageFrame
+        try await sendFrame(image.virtualImageFrame, wait: wait)
+    }
+
+    /// Sends `frame` on a connection of its own, from a thread of its own.
+    private func sendFrame(_ frame: [UInt8], wait: Duration) async throws {
         let failure: String? = await withCheckedContinuation { continuation in
             startDetachedThread(name: "ts-image-send") {
                 continuation.resume(returning: send(frame: frame, wait: wait))
