@@ -6,7 +6,8 @@ import TouchstoneSecure
 /// Sending images to libfprint's `virtual_image` reader, whose socket
 /// takes frames rather than text commands: two native-endian int32 (width,
 /// height), then the greyscale pixels; a negative width is a command
-/// instead (-1 retry, -2 error, with the code as the height). The reader
+/// instead (-1 retry, -2 error, with the code as the height; -4 the
+/// finger on or off, as the height is 1 or 0). The reader
 /// reads a frame only while an operation runs (or from then on); a frame
 /// sent early waits in the socket.
 extension VirtualReaderSocket {
