@@ -114,24 +114,24 @@ public struct Simulator: Sendable, Hashable {
 
     /// Makes the reader report a poor touch; it keeps waiting.
     public func retry(_ retry: SimulatedRetry, wait: Duration = .seconds(30)) async throws(SimulatorError) {
-        if readerKind == .image { return try await sendImageCommand(-1, Int32(retry.libfprintCode), wait: wait) }
+        if readerKind == .image {
+            return try await reach(wait) { socket in try await socket.sendImageRetry(retry, wait: wait, untilTaken: true) }
+        }
         try await send("RETRY \(retry.libfprintCode)", wait: wait)
     }
 
     /// Makes the reader fail with a device error.
     public func inject(_ error: SimulatedReaderError, wait: Duration = .seconds(30)) async throws(SimulatorError) {
-        if readerKind == .image { return try await sendImageCommand(-2, Int32(error.libfprintCode), wait: wait) }
+        if readerKind == .image {
+            return try await reach(wait) { socket in try await socket.sendImageError(error, wait: wait, untilTaken: true) }
+        }
         try await send("ERROR \(error.libfprintCode)", wait: wait)
     }
 
     /// Unplugs the reader from the process that has it open.
     public func unplug(wait: Duration = .seconds(30)) async throws(SimulatorError) {
-        if readerKind == .image { return try await sendImageCommand(-5, 0, wait: wait) }
+        if readerKind == .image { return try await reach(wait) { socket in try await socket.sendImageRemoval(wait: wait) } }
         try await send("UNPLUG", wait: wait)
-    }
-
-    private func sendImageCommand(_ command: Int32, _ value: Int32, wait: Duration) async throws(SimulatorError) {
-        try await reach(wait) { socket in try await socket.sendImageCommand(command, value: value, wait: wait) }
     }
 
     private func send(_ command: String, wait: Duration) async throws(SimulatorError) {

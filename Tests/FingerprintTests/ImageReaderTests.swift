@@ -38,6 +38,39 @@ extension VirtualReaderTests {
             }
         }
 
+        @Test func aRetryFromTheImageReaderIsReportedAndEnrolmentGoesOn() async throws {
+            try await withRig(.image) { rig in
+                let generator = SyntheticFingerprints.shared
+                let log = EventLog()
+                let enrolling = Task {
+                    try await rig.backend.enroll(.leftThumb, username: "alice", on: rig.reader.identity,
+                                                 timeout: .seconds(120), events: log.handler)
+                }
+                try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: 1))
+                try await waitUntil("the first stage", limit: .seconds(60)) { log.events.count == 1 }
+                try await rig.socket.sendImageRetry(.tooShort)
+                try await waitUntil("the retry", limit: .seconds(60)) { log.events.count == 2 }
+                for number in 2...5 {
+                    try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: number))
+                    try await waitUntil("stage \(number)", limit: .seconds(60)) { log.events.count == number + 1 }
+                }
+                let print = try await enrolling.value
+                #expect(log.events == [
+                    .stage(completed: 1, total: 5), .retry(.swipeTooShort),
+                    .stage(completed: 2, total: 5), .stage(completed: 3, total: 5),
+                    .stage(completed: 4, total: 5), .stage(completed: 5, total: 5),
+                ])
+                // An error ends the next operation with that error.
+                let verifying = Task { try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) }
+                try await rig.socket.sendImageError(.busy)
+                let error = await fingerprintError { _ = try await verifying.value }
+                #expect(error == .busy)
+                // And the reader still verifies after it.
+                try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: 6))
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true)
+            }
+        }
+
         /// A measurement, not a check (run only when asked):
         /// `TOUCHSTONE_PROBE_FINGERS=12 G_MESSAGES_DEBUG=all swift test --filter probeOfSyntheticFingers`
         /// enrols each of N synthetic fingers with impressions 1-5, verifies
