@@ -102,7 +102,8 @@ public struct Simulator: Sendable, Hashable {
             try await send("SCAN \(finger)", wait: wait)
         case .image:
             let number = try layout.nextImpression(of: finger)
-            try await touch(image: SyntheticFingerprints.shared.impression(of: finger, number: number), wait: wait)
+            let prints = SyntheticFingerprints(keepingIn: layout.fingersDirectory)
+            try await touch(image: prints.impression(of: finger, number: number), wait: wait)
         }
     }
 

@@ -15,6 +15,8 @@ package struct SimulatorLayout: Sendable, Hashable {
     package var directory: String { home + "/sim" }
     package var swtpm: Swtpm { Swtpm(directory: directory + "/tpm") }
     package var readerSocket: String { directory + "/reader" }
+    /// The image reader's synthetic master prints, one file per finger ID.
+    package var fingersDirectory: String { directory + "/fingers" }
     /// Where `sim start --daemon`'s touchstoned listens.
     package var daemonSocket: String { directory + "/daemon.sock" }
 

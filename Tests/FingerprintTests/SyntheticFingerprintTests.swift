@@ -126,4 +126,28 @@ import TouchstoneSimulator
         let differing = zip(a.pixels, b.pixels).filter { abs(Int($0) - Int($1)) > 32 }.count
         return Double(differing) / Double(a.pixels.count)
     }
+
+    @Test("a master kept on disk (sim/fingers) gives the same impressions as one grown afresh; a file of another finger, another generator version or cut short is not used, and the master is grown again")
+    func keptMasters() throws {
+        let folder = NSTemporaryDirectory() + "ts-fingers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let grown = SyntheticFingerprints().impression(of: "kept-finger", number: 3)
+        // The first generator grows and keeps it; a second reads it back.
+        #expect(SyntheticFingerprints(keepingIn: folder).impression(of: "kept-finger", number: 3) == grown)
+        let file = folder + "/" + SyntheticFingerprints.fileName("kept-finger")
+        #expect(FileManager.default.fileExists(atPath: file))
+        #expect(SyntheticFingerprints(keepingIn: folder).impression(of: "kept-finger", number: 3) == grown)
+        #expect(SyntheticFinger(id: "kept-finger", keptIn: file) != nil)
+
+        // Not used: for another ID, cut short, or of another version.
+        #expect(SyntheticFinger(id: "another-finger", keptIn: file) == nil)
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: file)))
+        try Data(bytes.dropLast(4)).write(to: URL(fileURLWithPath: file))
+        #expect(SyntheticFinger(id: "kept-finger", keptIn: file) == nil)
+        bytes[SyntheticFinger.fileMagic.count] &+= 1
+        try Data(bytes).write(to: URL(fileURLWithPath: file))
+        #expect(SyntheticFinger(id: "kept-finger", keptIn: file) == nil)
+        // And the generator then grows the same finger again.
+        #expect(SyntheticFingerprints(keepingIn: folder).impression(of: "kept-finger", number: 3) == grown)
+    }
 }

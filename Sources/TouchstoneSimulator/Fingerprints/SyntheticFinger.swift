@@ -50,6 +50,58 @@ package struct SyntheticFinger: Sendable {
         return (layout.fingerClass, layout.points)
     }
 
+    /// What a kept master's file starts with; bump the version whenever
+    /// anything in a master's growth changes (a kept master of an older
+    /// generator is then grown again, never used).
+    package static let fileMagic = Array("TSFINGER".utf8)
+    static let fileVersion: UInt32 = 1
+
+    /// The master of finger `id` as kept in `file` by `keep(in:)`, if the
+    /// file is one, of this generator, for that finger.
+    package init?(id: String, keptIn file: String) {
+        guard let data = FileManager.default.contents(atPath: file) else { return nil }
+        let bytes = [UInt8](data)
+        let name = Array(id.utf8)
+        let header = Self.fileMagic.count + 4 + 4 + name.count + 8
+        let count = Self.width * Self.height
+        guard bytes.count == header + count * 4, bytes.starts(with: Self.fileMagic) else { return nil }
+        func uint32(at offset: Int) -> UInt32 { bytes[offset..<offset + 4].reversed().reduce(0) { $0 << 8 | UInt32($1) } }
+        var at = Self.fileMagic.count
+        guard uint32(at: at) == Self.fileVersion, Int(uint32(at: at + 4)) == name.count,
+              Array(bytes[at + 8..<at + 8 + name.count]) == name else { return nil }
+        at += 8 + name.count
+        let period = Double(bitPattern: bytes[at..<at + 8].reversed().reduce(0) { $0 << 8 | UInt64($1) })
+        at += 8
+        var ridges = [Float](repeating: 0, count: count)
+        for index in 0..<count {
+            ridges[index] = Float(bitPattern: uint32(at: at + index * 4))
+        }
+        var random = SeededRandom(seed: 0)
+        let layout = Layout(id: id, &random)
+        self.id = id
+        fingerClass = layout.fingerClass
+        singularPoints = layout.points
+        centre = layout.centre
+        a = layout.a
+        b = layout.b
+        meanPeriod = period
+        self.ridges = ridges
+    }
+
+    /// Keeps this master in `file` (0600, written whole and renamed into
+    /// place), for `init(id:keptIn:)`; a failure only means it is grown
+    /// again next time.
+    package func keep(in file: String) {
+        func little<T: FixedWidthInteger>(_ value: T) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+        let name = Array(id.utf8)
+        var bytes = Self.fileMagic + little(Self.fileVersion) + little(UInt32(name.count)) + name + little(meanPeriod.bitPattern)
+        bytes.reserveCapacity(bytes.count + ridges.count * 4)
+        for value in ridges { bytes += little(value.bitPattern) }
+        let temporary = file + ".\(getpid()).tmp"
+        guard FileManager.default.createFile(atPath: temporary, contents: Data(bytes), attributes: [.posixPermissions: 0o600]) else { return }
+        if rename(temporary, file) != 0 { unlink(temporary) }
+    }
+
     /// Grows the master print of finger `id`.
     package init(id: String) {
         var random = SeededRandom(seed: 0)
