@@ -17,6 +17,20 @@ struct DaemonFrameLimitsTests {
 
     static func bigEndian(_ n: Int) -> [UInt8] { withUnsafeBytes(of: UInt32(n).bigEndian) { Array($0) } }
 
+    /// A rig whose daemon runs with a 30 s timeout, and a reading of that
+    /// daemon's locked memory (KiB).
+    static func rigMeasuringLockedMemory() throws -> (DaemonRig, () -> Int) {
+        let rig = try DaemonRig(startDaemon: false)
+        do {
+            try rig.startDaemon(extraArguments: ["--timeout", "30"])
+            let daemon = try #require(rig.daemon?.pid)
+            return (rig, { lockedKiB(of: daemon) })
+        } catch {
+            rig.close()
+            throw error
+        }
+    }
+
     /// A process's locked memory (VmLck in /proc/PID/status), in KiB; -1
     /// when it cannot be read.
     static func lockedKiB(of pid: pid_t) -> Int {
@@ -72,11 +86,8 @@ struct DaemonFrameLimitsTests {
     @Test("32 frames each announcing 1.3 MB and sending 16 bytes lock no more of the daemon's memory than what arrived (VmLck), and another client is served meanwhile")
     func announcedFrames() async throws {
         try await blockingTest {
-            let rig = try DaemonRig(startDaemon: false)
+            let (rig, lockedKiB) = try Self.rigMeasuringLockedMemory()
             defer { rig.close() }
-            try rig.startDaemon(extraArguments: ["--timeout", "30"])
-            let daemon = try #require(rig.daemon?.pid)
-            func lockedKiB() -> Int { Self.lockedKiB(of: daemon) }
             let before = lockedKiB()
             #expect(before >= 0)
             var stalled: [RawConnection] = []
@@ -98,11 +109,8 @@ struct DaemonFrameLimitsTests {
 @Test("32 frames of 1.3 MB, each sent but for its last byte, by one user: the daemon locks at most that user's budget (four such frames, VmLck), refuses the rest with a clear error, serves another user meanwhile, and serves the first again once its frames went")
     func lockedMemoryBudgetPerUser() async throws {
         try await blockingTest {
-            let rig = try DaemonRig(startDaemon: false)
+            let (rig, lockedKiB) = try Self.rigMeasuringLockedMemory()
             defer { rig.close() }
-            try rig.startDaemon(extraArguments: ["--timeout", "30"])
-            let daemon = try #require(rig.daemon?.pid)
-            func lockedKiB() -> Int { Self.lockedKiB(of: daemon) }
             // The path works: a whole frame from this user is answered.
             do {
                 let first = try RawClient(rig.socket)

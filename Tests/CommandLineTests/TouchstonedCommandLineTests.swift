@@ -60,37 +60,23 @@ struct TouchstonedCommandLineTests {
         #expect(line.hasPrefix("touchstoned "))
     }
 
-    @Test("--check-prints alone runs the print checker; with anything else it is a usage error; it is not in the help")
-    func checkPrints() {
-        #expect(TouchstonedCommandLine.parse(arguments: ["--check-prints"]) == .checkPrints)
-        for arguments in [["--check-prints", "--sim"], ["--home", "/srv/ts", "--check-prints"], ["--check-prints", "--check-prints"]] {
+    @Test("an internal mode (the print checker, the program namer) runs alone; with anything else it is a usage error; it is not in the help",
+          arguments: [("--check-prints", TouchstonedCommandLine.ParseResult.checkPrints),
+                      ("--name-programs", TouchstonedCommandLine.ParseResult.namePrograms)])
+    func internalModes(option: String, mode: TouchstonedCommandLine.ParseResult) {
+        #expect(TouchstonedCommandLine.parse(arguments: [option]) == mode)
+        for arguments in [[option, "--sim"], ["--home", "/srv/ts", option], [option, option]] {
             guard case .usageError(let message, _) = TouchstonedCommandLine.parse(arguments: arguments) else {
                 Issue.record("\(arguments) did not fail")
                 continue
             }
-            #expect(message.contains("'--check-prints' is internal"), "\(message)")
+            #expect(message.contains("'\(option)' is internal"), "\(message)")
         }
         guard case .help(let text) = TouchstonedCommandLine.parse(arguments: ["--help"]) else {
             Issue.record("--help")
             return
         }
-        #expect(!text.contains("check-prints") && !TouchstonedCommandLine.usage.contains("check-prints"))
-    }
-
-    @Test("--name-programs alone runs the program namer; with anything else it is a usage error; it is not in the help")
-    func namePrograms() {
-        #expect(TouchstonedCommandLine.parse(arguments: ["--name-programs"]) == .namePrograms)
-        for arguments in [["--name-programs", "--sim"], ["--socket", "/tmp/s", "--name-programs"]] {
-            guard case .usageError(let message, _) = TouchstonedCommandLine.parse(arguments: arguments) else {
-                Issue.record("\(arguments) did not fail")
-                continue
-            }
-            #expect(message.contains("'--name-programs' is internal"), "\(message)")
-        }
-        guard case .help(let text) = TouchstonedCommandLine.parse(arguments: ["--help"]) else {
-            Issue.record("--help")
-            return
-        }
-        #expect(!text.contains("name-programs") && !TouchstonedCommandLine.usage.contains("name-programs"))
+        let name = String(option.dropFirst(2))
+        #expect(!text.contains(name) && !TouchstonedCommandLine.usage.contains(name))
     }
 }
