@@ -140,3 +140,29 @@ extension CLISandbox {
         return enrolling.wait()
     }
 }
+
+/// The other programs that open the simulator's reader, on the image reader.
+@Suite("The simulator's image reader, through the Secret Service provider")
+struct ImageReaderSecretServiceTests {
+    @Test("the Secret Service provider on the image reader: secret-tool's lookup of a gated item waits for a touch, and an impression of the enrolled finger opens it; a stranger's impression opens nothing")
+    func secretServiceProvider() async throws {
+        try await SecretServiceRig.with() { rig in
+            #expect(await rig.cli(["sim", "start", "--reader-kind", "image"]).code == 0)
+            #expect(await rig.setPasscode().code == 0)
+            let enrolled = try await offPool { rig.sandbox.enrollImages("right-index-finger", as: "alice") }
+            #expect(enrolled.code == 0, "\(enrolled.stderr)")
+            try await rig.startProvider(["--access", "biometry-any"])
+            #expect(await rig.secretTool(["store", "--label=Bank", "service", "bank", "account", "ada"], stdin: "pin-1234").code == 0)
+
+            let lookup = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
+            #expect(await rig.touchWhenAsked("alice", occurrence: 1), "\(rig.log)")
+            let opened = await rig.wait(lookup)
+            #expect(opened.code == 0 && opened.stdoutText == "pin-1234", "\(opened.stderr) \(rig.log)")
+
+            let stranger = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
+            #expect(await rig.touchWhenAsked("mallory", occurrence: 2), "\(rig.log)")
+            let refused = await rig.wait(stranger)
+            #expect(refused.code != 0 && refused.stdout.isEmpty, "\(refused.stdoutText) \(rig.log)")
+        }
+    }
+}
