@@ -166,3 +166,24 @@ struct ImageReaderSecretServiceTests {
         }
     }
 }
+
+/// The ssh-agent on the image reader.
+@Suite("The simulator's image reader, through the ssh-agent")
+struct ImageReaderSSHAgentTests {
+    @Test("the ssh-agent on the image reader: ssh-keygen -Y sign with a user-presence key is signed after an impression of the enrolled finger, and refused after a stranger's")
+    func sshAgent() async throws {
+        try await blockingTest {
+            let rig = try SSHAgentRig(imageReader: true)
+            defer { rig.close() }
+            let line = try rig.createKey("git", access: "user-presence", comment: "alice@touchstone")
+            try rig.startAgent()
+            let pub = try rig.file("git.pub", line + "\n")
+            let message = try rig.file("message", "tree 4b825dc6\nauthor alice\n")
+            let signed = rig.runTouching(SSHAgentRig.owner, "/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", message])
+            #expect(signed.code == 0 && FileManager.default.fileExists(atPath: message + ".sig"), "\(signed.stderr)")
+            try FileManager.default.removeItem(atPath: message + ".sig")
+            let refused = rig.runTouching(SSHAgentRig.stranger, "/usr/bin/ssh-keygen", ["-Y", "sign", "-f", pub, "-n", "file", message])
+            #expect(refused.code != 0 && !FileManager.default.fileExists(atPath: message + ".sig"), "\(refused.stderr)")
+        }
+    }
+}

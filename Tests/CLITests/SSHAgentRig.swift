@@ -16,12 +16,17 @@ final class SSHAgentRig {
     static let owner = "alice-right-index"
     static let stranger = "mallory-thumb"
 
-    init(enroll: Bool = true) throws {
+    /// `imageReader`: the simulator's image reader (synthetic impressions).
+    init(enroll: Bool = true, imageReader: Bool = false) throws {
         sandbox = try CLISandbox()
         socket = sandbox.scratch + "/agent.sock"
+        if imageReader, sandbox.run(["sim", "start", "--reader-kind", "image"]).code != 0 {
+            throw RigFailure("sim start --reader-kind image failed")
+        }
         guard sandbox.setPasscode().code == 0 else { throw RigFailure("passcode set failed") }
         if enroll {
-            let enrolled = sandbox.enroll("right-index-finger", as: Self.owner)
+            let enrolled = imageReader ? sandbox.enrollImages("right-index-finger", as: Self.owner)
+                : sandbox.enroll("right-index-finger", as: Self.owner)
             guard enrolled.code == 0 else { throw RigFailure("enroll failed: \(enrolled.stderr)") }
         }
         sandbox.extraEnvironment = ["SSH_AUTH_SOCK": socket, "HOME": sandbox.scratch]
