@@ -155,7 +155,7 @@ let package = Package(
         .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneServer", "TouchstoneCommandLine", "TouchstonePOSIX"],
                           linkerSettings: exportSharedCryptoContext),
         // The benchmark, not a product: `swift run -c release TouchstoneBench`.
-        .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "CSQLite"],
+        .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "TouchstoneFingerprint", "CSQLite"],
                           linkerSettings: exportSharedCryptoContext),
 
         // MARK: Tests (one test bundle; one folder per module under test)

@@ -8,6 +8,8 @@
 //   against Argon2id at libsodium's limits, beside a TPM passcode unseal.
 // - `TouchstoneBench fingers`: the simulator's synthetic fingerprints (a
 //   master print, an impression, its PNG).
+// - `TouchstoneBench matching`: libfprint's image pipeline on synthetic
+//   fingers: genuine and impostor matches, scores, touch-to-answer time.
 // See docs/performance.md for the figures and how to read them.
 import TouchstoneSimulator
 import Foundation
@@ -72,18 +74,20 @@ enum BenchCommand {
     case vault(VaultBenchOptions)
     case kdf(KDFOptions)
     case fingers(SyntheticFingerOptions)
+    case matching(MatchingOptions)
 
     init(arguments: [String]) throws {
         switch arguments.first {
         case "vault": self = .vault(try VaultBenchOptions(arguments: Array(arguments.dropFirst())))
         case "kdf": self = .kdf(try KDFOptions(arguments: Array(arguments.dropFirst())))
         case "fingers": self = .fingers(try SyntheticFingerOptions(arguments: Array(arguments.dropFirst())))
+        case "matching": self = .matching(try MatchingOptions(arguments: Array(arguments.dropFirst())))
         case "tpm": self = .tpm(try BenchOptions(arguments: Array(arguments.dropFirst())))
         default: self = .tpm(try BenchOptions(arguments: arguments))
         }
     }
 
-    static let usage = BenchOptions.usage + "\n\n" + VaultBenchOptions.usage + "\n\n" + KDFOptions.usage + "\n\n" + SyntheticFingerOptions.usage
+    static let usage = BenchOptions.usage + "\n\n" + VaultBenchOptions.usage + "\n\n" + KDFOptions.usage + "\n\n" + SyntheticFingerOptions.usage + "\n\n" + MatchingOptions.usage
 }
 
 let command: BenchCommand
@@ -126,6 +130,8 @@ do {
         print(options.json ? try report.json() : report.table())
     case .fingers(let options):
         print(try runSyntheticFingerBenchmark(options))
+    case .matching(let options):
+        print(try await runMatchingBenchmark(options))
     }
 } catch BenchError.interrupted {
     fail("\(BenchError.interrupted)", status: 130)

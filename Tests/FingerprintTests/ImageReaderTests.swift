@@ -70,45 +70,6 @@ extension VirtualReaderTests {
                 #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true)
             }
         }
-
-        /// A measurement, not a check (run only when asked):
-        /// `TOUCHSTONE_PROBE_FINGERS=12 G_MESSAGES_DEBUG=all swift test --filter probeOfSyntheticFingers`
-        /// enrols each of N synthetic fingers with impressions 1-5, verifies
-        /// it with its impressions 6-8 (genuine) and with impression 1 of every
-        /// other finger (impostor), and prints what matched; libfprint's debug
-        /// log has each bozorth3 score ("score S/40"). docs/fingerprint.md
-        /// quotes a run. The FVC-protocol benchmark is issue 23's item 5.
-        @Test(.enabled(if: ProcessInfo.processInfo.environment["TOUCHSTONE_PROBE_FINGERS"] != nil))
-        func probeOfSyntheticFingers() async throws {
-            let count = try #require(Int(ProcessInfo.processInfo.environment["TOUCHSTONE_PROBE_FINGERS"] ?? ""))
-            let ids = (0..<count).map { "probe-\($0)" }
-            let generator = SyntheticFingerprints.shared
-            var genuine = (tried: 0, matched: 0), impostor = (tried: 0, matched: 0)
-            for id in ids {
-                try await withRig(.image) { rig in
-                    let print = try await rig.enrollImages(of: id, from: 1)
-                    var line = "\(id) (\(SyntheticFinger.plan(id: id).0.rawValue)):"
-                    for number in 6...8 {
-                        try await rig.socket.sendImage(generator.impression(of: id, number: number))
-                        let matched = try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
-                        genuine.tried += 1
-                        if matched { genuine.matched += 1 }
-                        line += matched ? " match" : " NO MATCH"
-                    }
-                    for other in ids where other != id {
-                        try await rig.socket.sendImage(generator.impression(of: other, number: 1))
-                        let matched = try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
-                        impostor.tried += 1
-                        if matched {
-                            impostor.matched += 1
-                            line += " matched by \(other) (\(SyntheticFinger.plan(id: other).0.rawValue))"
-                        }
-                    }
-                    Swift.print(line)
-                }
-            }
-            Swift.print("genuine: \(genuine.matched) of \(genuine.tried) matched; impostor: \(impostor.matched) of \(impostor.tried) matched")
-        }
     }
 }
 

@@ -1,0 +1,183 @@
+import Foundation
+import Synchronization
+import TouchstoneFingerprint
+import TouchstoneSimulator
+
+/// `TouchstoneBench matching [--fingers N]`: libfprint's image pipeline
+/// (NBIS minutiae, bozorth3 at its threshold of 40) on the simulator's
+/// synthetic fingers, as Touchstone calls it: each finger enrolled on
+/// `virtual_image` with its impressions 1-5 (five stages), then verified
+/// with its impressions 6-8 (genuine) and with impression 6 of every other
+/// finger (impostor). The FVC protocol compares impressions one to one;
+/// libfprint compares a touch with an enrolled print of five images, and
+/// Touchstone's items open on that comparison, so that is what is counted.
+struct MatchingOptions {
+    var fingers = 30
+
+    static let usage = """
+        usage: TouchstoneBench matching [--fingers N]
+
+        Enrols N synthetic fingers on libfprint's virtual_image reader (impressions 1-5)
+        and verifies each with its impressions 6-8 (genuine) and with impression 6 of every
+        other finger (impostor): matches at libfprint's threshold, the bozorth3 scores
+        libfprint logs, and the time from a touch to the verify's answer.
+
+          --fingers N   fingers (default 30; N x (N-1) impostor verifies)
+        """
+
+    init(arguments: [String]) throws {
+        var rest = arguments[...]
+        while let argument = rest.popFirst() {
+            switch argument {
+            case "--fingers": fingers = try BenchOptions.count(argument, rest.popFirst(), minimum: 2)
+            case "--help", "-h": throw BenchError.usage(nil)
+            default: throw BenchError.usage("unknown option \(argument)")
+            }
+        }
+    }
+}
+
+/// One verify's outcome: matched or not, the scores libfprint logged for it
+/// (one per enrolled image until one reached the threshold), its time.
+struct VerifyOutcome {
+    let matched: Bool
+    let scores: [Int]
+    let nanoseconds: UInt64
+    /// The verify's score: the highest it logged (for a match, the first
+    /// at or above the threshold: libfprint stops there).
+    var score: Int { scores.max() ?? 0 }
+}
+
+/// Runs the matching benchmark; its report as text.
+func runMatchingBenchmark(_ options: MatchingOptions) async throws -> String {
+    setenv("G_MESSAGES_DEBUG", "all", 1)
+    let logged = Mutex<[Int]>([])
+    FprintLog.recordScores { score in logged.withLock { $0.append(score) } }
+    let folder = try makeBenchFolder()
+    defer { try? FileManager.default.removeItem(atPath: folder) }
+    let socketPath = folder + "/image"
+    let socket = VirtualReaderSocket(path: socketPath)
+    let generator = SyntheticFingerprints()
+    let ids = (0..<options.fingers).map { "bench-match-\($0)" }
+    var genuine: [VerifyOutcome] = [], impostor: [VerifyOutcome] = []
+    var classes: [String: String] = [:]
+    for id in ids { classes[id] = SyntheticFinger.plan(id: id).0.rawValue }
+    var sameClassImpostorMatches = 0
+
+    let backend = LibfprintReader(virtualReaders: .init(image: socketPath))
+    defer { Task { await backend.tearDown() } }
+    guard let reader = try await backend.readers().first(where: { $0.driver == "virtual_image" }) else {
+        throw BenchError.setup("libfprint has no virtual_image reader")
+    }
+    try await backend.open(reader.identity)
+    for id in ids {
+        let print = try await enroll(id, on: reader, backend: backend, socket: socket, generator: generator)
+        func verify(with image: GreyImage) async throws -> VerifyOutcome {
+            logged.withLock { $0 = [] }
+            let start = ContinuousClock.now
+            try await socket.sendImage(image)
+            let matched = try await backend.verify(print, timeout: .seconds(60), events: { _ in })
+            let elapsed = ContinuousClock.now - start
+            return VerifyOutcome(matched: matched, scores: logged.withLock { $0 }, nanoseconds: UInt64(elapsed.wholeMilliseconds) * 1_000_000)
+        }
+        for number in 6...8 { genuine.append(try await verify(with: generator.impression(of: id, number: number))) }
+        for other in ids where other != id {
+            let outcome = try await verify(with: generator.impression(of: other, number: 6))
+            impostor.append(outcome)
+            if outcome.matched, classes[other] == classes[id] { sameClassImpostorMatches += 1 }
+        }
+    }
+    await backend.close()
+    return MatchingReport(genuine: genuine, impostor: impostor, sameClassImpostorMatches: sameClassImpostorMatches,
+                          fingers: options.fingers).text
+}
+
+/// Enrols finger `id` with impressions 1, 2, ...: each sent once the
+/// previous one's progress (a stage or a retry) came, none after the last.
+private func enroll(_ id: String, on reader: ReaderInfo, backend: LibfprintReader, socket: VirtualReaderSocket,
+                    generator: SyntheticFingerprints) async throws -> EnrolledPrint {
+    let events = Mutex<Int>(0)
+    let done = Mutex<Bool>(false)
+    let enrolling = Task {
+        defer { done.withLock { $0 = true } }
+        return try await backend.enroll(.rightIndex, username: "bench", on: reader.identity, timeout: .seconds(120),
+                                        longest: nil) { _ in events.withLock { $0 += 1 } }
+    }
+    var number = 1
+    while !done.withLock({ $0 }), number <= 20 {
+        let seen = events.withLock { $0 }
+        try await socket.sendImage(generator.impression(of: id, number: number))
+        number += 1
+        let deadline = ContinuousClock.now + .seconds(60)
+        while events.withLock({ $0 }) == seen, !done.withLock({ $0 }), ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        // The last stage's progress comes as the enrolment ends: no image after it.
+        if events.withLock({ $0 }) >= reader.enrollStages { break }
+    }
+    return try await enrolling.value
+}
+
+private func makeBenchFolder() throws -> String {
+    var template = Array("/tmp/tsmatch-XXXXXX".utf8CString)
+    guard mkdtemp(&template) != nil else { throw BenchError.setup("mkdtemp: \(String(cString: strerror(errno)))") }
+    return String(cString: template)
+}
+
+/// The matching benchmark's figures.
+struct MatchingReport {
+    let genuine: [VerifyOutcome]
+    let impostor: [VerifyOutcome]
+    let sameClassImpostorMatches: Int
+    let fingers: Int
+    static let threshold = 40
+
+    var text: String {
+        let genuineMatched = genuine.filter(\.matched).count
+        let impostorMatched = impostor.filter(\.matched).count
+        let fnmr = Double(genuine.count - genuineMatched) / Double(max(genuine.count, 1))
+        let fmr = Double(impostorMatched) / Double(max(impostor.count, 1))
+        // With none seen in n trials, the rate is below 3/n at 95% (the rule of three).
+        let fmrBound = impostorMatched == 0 ? "below \(String(format: "1 in %.0f", Double(impostor.count) / 3)) at 95% (none seen)"
+            : String(format: "1 in %.0f", 1 / fmr)
+        let times = LatencyStats(nanoseconds: (genuine + impostor).map(\.nanoseconds))
+        func distribution(_ outcomes: [VerifyOutcome]) -> String {
+            let scores = outcomes.map(\.score).sorted()
+            guard !scores.isEmpty else { return "none" }
+            func at(_ q: Double) -> Int { scores[min(scores.count - 1, Int(Double(scores.count - 1) * q))] }
+            return "min \(scores.first!), p5 \(at(0.05)), median \(at(0.5)), p95 \(at(0.95)), max \(scores.last!)"
+        }
+        var lines = [
+            "libfprint virtual_image, bozorth3 threshold \(Self.threshold); \(fingers) synthetic fingers enrolled with impressions 1-5",
+            "genuine verifies (impressions 6-8):        \(genuineMatched) of \(genuine.count) matched; FNMR \(String(format: "%.4f", fnmr))",
+            "impostor verifies (others' impression 6): \(impostorMatched) of \(impostor.count) matched; FMR \(String(format: "%.5f", fmr)) (\(fmrBound)); of the matches, \(sameClassImpostorMatches) between fingers of one class",
+            "Touch ID's published false match rate: 1 in 50,000",
+            "scores, genuine:  \(distribution(genuine)) (a match's is the first at or above the threshold: libfprint stops there)",
+            "scores, impostor: \(distribution(impostor))",
+        ]
+        lines.append(contentsOf: errorRates())
+        lines.append(String(format: "touch to answer (image sent to verify's result): median %.1f ms, p95 %.1f ms, max %.1f ms, n %d",
+                            times.median, times.p95, times.max, times.samples))
+        return lines.joined(separator: "\n")
+    }
+
+    /// FMR and FNMR at a few thresholds from the scores, and the equal
+    /// error rate where they cross (genuine scores above 40 are lower
+    /// bounds, so FNMR above 40 is an upper bound).
+    private func errorRates() -> [String] {
+        let genuineScores = genuine.map(\.score), impostorScores = impostor.map(\.score)
+        func rates(_ threshold: Int) -> (fmr: Double, fnmr: Double) {
+            (Double(impostorScores.filter { $0 >= threshold }.count) / Double(max(impostorScores.count, 1)),
+             Double(genuineScores.filter { $0 < threshold }.count) / Double(max(genuineScores.count, 1)))
+        }
+        var lines = ["threshold   FMR        FNMR"]
+        for threshold in [20, 30, 40, 50, 60] {
+            let (fmr, fnmr) = rates(threshold)
+            lines.append(String(format: "%9d   %.5f    %.4f", threshold, fmr, fnmr))
+        }
+        let crossing = (0...400).first { rates($0).fmr <= rates($0).fnmr } ?? 400
+        let (fmr, fnmr) = rates(crossing)
+        lines.append(String(format: "equal error rate: about %.4f (threshold %d: FMR %.5f, FNMR %.4f)", (fmr + fnmr) / 2, crossing, fmr, fnmr))
+        return lines
+    }
+}
