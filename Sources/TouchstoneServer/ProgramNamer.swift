@@ -1,3 +1,4 @@
+import Foundation
 internal import CProcess
 import Synchronization
 import TouchstonePOSIX
@@ -58,13 +59,28 @@ package final class ProgramNamer: Sendable {
             throw ProgramNamerFailure("cannot start the program namer: \(error)")
         }
         _ = consume theirs
-        guard ts_drop_all_capabilities() == 0, ts_capability_effective(sysPtrace) == 0 else {
+        // capset acts on the calling thread: every thread of the process
+        // must have none left (there should be no other yet).
+        guard ts_drop_all_capabilities() == 0, ts_capability_effective(sysPtrace) == 0, noThreadHoldsCapabilities() else {
             kill(pid, SIGKILL)
             _ = ChildSpawn.waitForExit(pid)
             throw ProgramNamerFailure("cannot drop the daemon's capabilities: \(Errno(rawValue: errno))")
         }
         try? ours.setOption(SOL_SOCKET, SO_RCVTIMEO, timeval(tv_sec: 2, tv_usec: 0))
         return ProgramNamer(socket: ours, pid: pid)
+    }
+
+    /// Whether every thread of this process has empty capability sets
+    /// (/proc/self/task/*/status: CapEff, CapPrm, CapAmb all zero).
+    static func noThreadHoldsCapabilities() -> Bool {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return false }
+        for task in tasks {
+            guard let status = try? String(contentsOfFile: "/proc/self/task/\(task)/status", encoding: .utf8) else { continue }
+            for line in status.split(separator: "\n") where line.hasPrefix("CapEff:") || line.hasPrefix("CapPrm:") || line.hasPrefix("CapAmb:") {
+                guard line.split(separator: "\t").last.map({ $0.allSatisfy { $0 == "0" } }) == true else { return false }
+            }
+        }
+        return true
     }
 
     /// The executable of the process `pidfd` refers to, as the namer read

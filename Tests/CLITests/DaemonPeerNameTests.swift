@@ -28,9 +28,14 @@ struct DaemonPeerNameTests {
                     return (String(parts[0]), String(parts.last ?? ""))
                 }, uniquingKeysWith: { a, _ in a })
             }
-            let held = capabilities(daemon)
-            #expect(held["CapEff"] == "0000000000000000" && held["CapPrm"] == "0000000000000000"
-                    && held["CapAmb"] == "0000000000000000", "the daemon kept a capability: \(held)")
+            // Every thread of the daemon's, not only its first.
+            let threads = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(daemon)/task")) ?? []
+            #expect(!threads.isEmpty)
+            for thread in threads {
+                let status = (try? String(contentsOfFile: "/proc/\(daemon)/task/\(thread)/status", encoding: .utf8)) ?? ""
+                let held = status.split(separator: "\n").filter { $0.hasPrefix("CapEff") || $0.hasPrefix("CapPrm") || $0.hasPrefix("CapAmb") }
+                #expect(held.count == 3 && held.allSatisfy { $0.hasSuffix("\t0000000000000000") }, "thread \(thread) kept a capability: \(held)")
+            }
             let children = (try? String(contentsOfFile: "/proc/\(daemon)/task/\(daemon)/children", encoding: .utf8)) ?? ""
             let namers = children.split(separator: " ").compactMap { pid_t($0) }.filter {
                 ((try? String(contentsOfFile: "/proc/\($0)/cmdline", encoding: .utf8)) ?? "").contains("--name-programs")
