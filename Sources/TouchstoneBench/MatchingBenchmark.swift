@@ -13,16 +13,20 @@ import TouchstoneSimulator
 /// Touchstone's items open on that comparison, so that is what is counted.
 struct MatchingOptions {
     var fingers = 30
+    /// Where to write the score distributions as a PNG, if anywhere.
+    var plot: String?
 
     static let usage = """
-        usage: TouchstoneBench matching [--fingers N]
+        usage: TouchstoneBench matching [--fingers N] [--plot FILE.png]
 
         Enrols N synthetic fingers on libfprint's virtual_image reader (impressions 1-5)
         and verifies each with its impressions 6-8 (genuine) and with impression 6 of every
         other finger (impostor): matches at libfprint's threshold, the bozorth3 scores
         libfprint logs, and the time from a touch to the verify's answer.
 
-          --fingers N   fingers (default 30; N x (N-1) impostor verifies)
+          --fingers N       fingers (default 30; N x (N-1) impostor verifies)
+          --plot FILE.png   also draw the score distributions (impostor above, genuine
+                            below, libfprint's threshold dashed, a tick every 50)
         """
 
     init(arguments: [String]) throws {
@@ -30,6 +34,9 @@ struct MatchingOptions {
         while let argument = rest.popFirst() {
             switch argument {
             case "--fingers": fingers = try BenchOptions.count(argument, rest.popFirst(), minimum: 2)
+            case "--plot":
+                guard let file = rest.popFirst() else { throw BenchError.usage("--plot needs a file") }
+                plot = file
             case "--help", "-h": throw BenchError.usage(nil)
             default: throw BenchError.usage("unknown option \(argument)")
             }
@@ -64,13 +71,18 @@ func runMatchingBenchmark(_ options: MatchingOptions) async throws -> String {
     for id in ids { classes[id] = SyntheticFinger.plan(id: id).0.rawValue }
     var sameClassImpostorMatches = 0
 
-    let backend = LibfprintReader(virtualReaders: .init(image: socketPath))
-    defer { Task { await backend.tearDown() } }
-    guard let reader = try await backend.readers().first(where: { $0.driver == "virtual_image" }) else {
-        throw BenchError.setup("libfprint has no virtual_image reader")
-    }
-    try await backend.open(reader.identity)
+    // Every finger's impostor image, made once: the generator keeps at
+    // most 64 masters, and a loop over more fingers would grow them again.
+    let impostorImages = Dictionary(uniqueKeysWithValues: ids.map { ($0, generator.impression(of: $0, number: 6)) })
     for id in ids {
+        // A reader of its own for each finger: libfprint 1.94 models a
+        // reader's temperature and refuses ("too hot") after minutes of
+        // continuous use; a person's touches never run that long.
+        let backend = LibfprintReader(virtualReaders: .init(image: socketPath))
+        guard let reader = try await backend.readers().first(where: { $0.driver == "virtual_image" }) else {
+            throw BenchError.setup("libfprint has no virtual_image reader")
+        }
+        try await backend.open(reader.identity)
         let print = try await enroll(id, on: reader, backend: backend, socket: socket, generator: generator)
         func verify(with image: GreyImage) async throws -> VerifyOutcome {
             logged.withLock { $0 = [] }
@@ -82,14 +94,18 @@ func runMatchingBenchmark(_ options: MatchingOptions) async throws -> String {
         }
         for number in 6...8 { genuine.append(try await verify(with: generator.impression(of: id, number: number))) }
         for other in ids where other != id {
-            let outcome = try await verify(with: generator.impression(of: other, number: 6))
+            let outcome = try await verify(with: impostorImages[other]!)
             impostor.append(outcome)
             if outcome.matched, classes[other] == classes[id] { sameClassImpostorMatches += 1 }
         }
+        await backend.tearDown()
     }
-    await backend.close()
-    return MatchingReport(genuine: genuine, impostor: impostor, sameClassImpostorMatches: sameClassImpostorMatches,
-                          fingers: options.fingers).text
+    let report = MatchingReport(genuine: genuine, impostor: impostor, sameClassImpostorMatches: sameClassImpostorMatches,
+                                fingers: options.fingers)
+    if let plot = options.plot {
+        try Data(try report.plot().png()).write(to: URL(fileURLWithPath: plot))
+    }
+    return report.text
 }
 
 /// Enrols finger `id` with impressions 1, 2, ...: each sent once the
@@ -179,5 +195,46 @@ struct MatchingReport {
         let (fmr, fnmr) = rates(crossing)
         lines.append(String(format: "equal error rate: about %.4f (threshold %d: FMR %.5f, FNMR %.4f)", (fmr + fnmr) / 2, crossing, fmr, fnmr))
         return lines
+    }
+}
+
+extension MatchingReport {
+    /// The score distributions as a picture: two panels on a light ground,
+    /// impostor scores above (dark bars) and genuine below (grey bars),
+    /// each bin 4 points wide from 0 to 400 and each panel scaled to its
+    /// tallest bin; libfprint's threshold as a dashed line through both, and
+    /// a tick every 50 points under each panel.
+    func plot() -> GreyImage {
+        let binWidth = 4, bins = 100, pixelsPerBin = 8, panel = 160, margin = 20
+        let width = bins * pixelsPerBin + 2 * margin, height = 2 * panel + 3 * margin
+        var pixels = [UInt8](repeating: 250, count: width * height)
+        func set(_ x: Int, _ y: Int, _ value: UInt8) {
+            guard x >= 0, y >= 0, x < width, y < height else { return }
+            pixels[y * width + x] = value
+        }
+        func draw(_ scores: [Int], top: Int, shade: UInt8) {
+            var counts = [Int](repeating: 0, count: bins)
+            for score in scores { counts[min(score / binWidth, bins - 1)] += 1 }
+            let tallest = max(counts.max() ?? 1, 1)
+            let base = top + panel
+            for (bin, count) in counts.enumerated() where count > 0 {
+                // At least a pixel for any bin that is not empty: a lone
+                // impostor far out must show.
+                let barHeight = max(1, count * panel / tallest)
+                for x in margin + bin * pixelsPerBin + 1..<margin + (bin + 1) * pixelsPerBin - 1 {
+                    for y in base - barHeight..<base { set(x, y, shade) }
+                }
+            }
+            for x in margin..<width - margin { set(x, base, 0) }
+            for score in stride(from: 0, through: bins * binWidth, by: 50) {
+                let x = margin + score / binWidth * pixelsPerBin
+                for y in base..<base + 6 { set(x, y, 0) }
+            }
+            let threshold = margin + Self.threshold / binWidth * pixelsPerBin
+            for y in top..<base where (y / 4) % 2 == 0 { set(threshold, y, 0) }
+        }
+        draw(impostor.map(\.score), top: margin, shade: 40)
+        draw(genuine.map(\.score), top: 2 * margin + panel, shade: 150)
+        return GreyImage(width: width, height: height, pixels: pixels)
     }
 }
