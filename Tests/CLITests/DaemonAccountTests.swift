@@ -17,8 +17,14 @@ struct DaemonAccountTests {
             let oldName = "tso\(tag)", newName = "tsn\(tag)"
             let folder = rig.root + "/" + oldName
             try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
-            #expect(try Swtpm.run(try Confinement.tool("useradd"), ["--no-create-home", "--home-dir", folder, "--user-group",
-                                                                   "--shell", "/bin/sh", oldName]) == 0)
+            // Its uid and gid above useradd's automatic range (UID_MAX 60000):
+            // no other test's useradd can take them between the userdel
+            // and the new account's useradd below.
+            let number = try #require((0..<50).lazy.map { _ in UInt32.random(in: 61_000...64_999) }
+                .first { getpwuid($0) == nil && getgrgid($0) == nil })
+            #expect(try Swtpm.run(try Confinement.tool("groupadd"), ["--gid", "\(number)", oldName]) == 0)
+            #expect(try Swtpm.run(try Confinement.tool("useradd"), ["--no-create-home", "--home-dir", folder, "--uid", "\(number)",
+                                                                   "--gid", "\(number)", "--shell", "/bin/sh", oldName]) == 0)
             defer {
                 _ = try? Swtpm.run(try Confinement.tool("userdel"), [oldName])
                 _ = try? Swtpm.run(try Confinement.tool("userdel"), [newName])
