@@ -114,11 +114,15 @@ package struct PeerProgram: Sendable, Equatable, CustomStringConvertible {
 extension OwnedDescriptor {
     /// A pidfd of the process on the other end of this Unix socket
     /// (SO_PEERPIDFD, Linux 6.5 and later), or nil where the kernel has none.
-    package borrowing func peerPIDFD() -> OwnedDescriptor? {
-        let soPeerPIDFD: Int32 = 77  // <asm-generic/socket.h>, newer than Debian 12's headers
-        var pidfd: Int32 = -1
-        var size = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(rawValue, SOL_SOCKET, soPeerPIDFD, &pidfd, &size) == 0, pidfd >= 0 else { return nil }
-        return OwnedDescriptor(adopting: pidfd)
-    }
+    package borrowing func peerPIDFD() -> OwnedDescriptor? { unixPeerPIDFD(of: rawValue) }
+}
+
+/// A pidfd of the process on the other end of Unix socket `fd`
+/// (SO_PEERPIDFD, Linux 6.5 and later), or nil where the kernel has none.
+package func unixPeerPIDFD(of fd: Int32) -> OwnedDescriptor? {
+    let soPeerPIDFD: Int32 = 77  // <asm-generic/socket.h>, newer than Debian 12's headers
+    var pidfd: Int32 = -1
+    var size = socklen_t(MemoryLayout<Int32>.size)
+    guard getsockopt(fd, SOL_SOCKET, soPeerPIDFD, &pidfd, &size) == 0, pidfd >= 0 else { return nil }
+    return OwnedDescriptor(adopting: pidfd)
 }

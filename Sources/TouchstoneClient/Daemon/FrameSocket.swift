@@ -47,11 +47,7 @@ package final class FrameSocket: Sendable {
     /// Runs `body` with a pidfd of the peer (SO_PEERPIDFD, Linux 6.5 and
     /// later), or nil where the kernel has none; the pidfd is closed after.
     package func withPeerPIDFD<R>(_ body: (Int32?) -> R) -> R {
-        let soPeerPIDFD: Int32 = 77  // <asm-generic/socket.h>, newer than Debian 12's headers
-        var pidfd: Int32 = -1
-        var size = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(fd, SOL_SOCKET, soPeerPIDFD, &pidfd, &size) == 0, pidfd >= 0 else { return body(nil) }
-        let owner = OwnedDescriptor(adopting: pidfd)
+        guard let owner = unixPeerPIDFD(of: fd) else { return body(nil) }
         return body(owner.rawValue)
     }
 
