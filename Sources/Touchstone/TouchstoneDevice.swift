@@ -137,6 +137,15 @@ public final class TouchstoneDevice: Sendable {
         do { try await work.value } catch { throw error as? DeviceError ?? .authentication(.userCancel) }
     }
 
+    /// Sets how many matching touches of one finger every biometric
+    /// authentication takes from now on (`Status.matchingTouches` shows
+    /// it). Two touches make a stranger's false match rarer and refuse the
+    /// owner more often (docs/fingerprint.md). The passcode is checked
+    /// first.
+    public func setMatchingTouches(_ touches: MatchingTouches, passcode: some ContiguousBytes) async throws(DeviceError) {
+        _ = try await engine.call(Calls.SetMatchingTouches(touches, passcode: SecureBytes.wiping(passcode)))
+    }
+
     /// Removes `finger` (nil: every finger). The passcode is checked first.
     public func unenroll(_ finger: Finger?, passcode: some ContiguousBytes) async throws(DeviceError) {
         _ = try await engine.call(Calls.Unenroll(finger, passcode: SecureBytes.wiping(passcode)))

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import TouchstoneFingerprint
+import TouchstonePOSIX
 import TouchstoneSimulator
 
 /// `TouchstoneBench matching [--fingers N]`: libfprint's image pipeline
@@ -67,6 +68,12 @@ func runMatchingBenchmark(_ options: MatchingOptions) async throws -> String {
     let generator = SyntheticFingerprints()
     let ids = (0..<options.fingers).map { "bench-match-\($0)" }
     var genuine: [VerifyOutcome] = [], impostor: [VerifyOutcome] = []
+    // Two matching touches of one finger (Touchstone's `matching
+    // --touches 2`): the owner's pairs among impressions 6-8, and a
+    // stranger's impression 7 after an impression 6 that matched.
+    var genuinePairs = 0, genuinePairsMatched = 0, impostorSecondTouches = 0
+    /// Every impostor match, named: "enrolled <- stranger (score), again: yes/no".
+    var impostorMatches: [String] = []
     var classes: [String: String] = [:]
     for id in ids { classes[id] = SyntheticFinger.plan(id: id).0.rawValue }
     var sameClassImpostorMatches = 0
@@ -92,16 +99,31 @@ func runMatchingBenchmark(_ options: MatchingOptions) async throws -> String {
             let elapsed = ContinuousClock.now - start
             return VerifyOutcome(matched: matched, scores: logged.withLock { $0 }, nanoseconds: UInt64(elapsed.wholeMilliseconds) * 1_000_000)
         }
-        for number in 6...8 { genuine.append(try await verify(with: generator.impression(of: id, number: number))) }
+        var own: [VerifyOutcome] = []
+        for number in 6...8 { own.append(try await verify(with: generator.impression(of: id, number: number))) }
+        genuine += own
+        for (first, second) in [(0, 1), (1, 2), (0, 2)] {
+            genuinePairs += 1
+            if own[first].matched && own[second].matched { genuinePairsMatched += 1 }
+        }
         for other in ids where other != id {
             let outcome = try await verify(with: impostorImages[other]!)
             impostor.append(outcome)
             if outcome.matched, classes[other] == classes[id] { sameClassImpostorMatches += 1 }
+            if outcome.matched {
+                let again = try await verify(with: generator.impression(of: other, number: 7))
+                if again.matched { impostorSecondTouches += 1 }
+                impostorMatches.append("\(id) <- \(other) impression 6 (score \(outcome.score)); impression 7: "
+                                       + (again.matched ? "matched (\(again.score))" : "no match (\(again.score))"))
+            }
         }
         await backend.tearDown()
     }
     let report = MatchingReport(genuine: genuine, impostor: impostor, sameClassImpostorMatches: sameClassImpostorMatches,
-                                fingers: options.fingers)
+                                fingers: options.fingers,
+                                twoTouches: .init(genuinePairs: genuinePairs, genuinePairsMatched: genuinePairsMatched,
+                                                  impostorBothMatched: impostorSecondTouches))
+    FileHandle.standardError.write(Data((["impostor matches:"] + impostorMatches).joined(separator: "\n  ").utf8 + [10]))
     if let plot = options.plot {
         try Data(try report.plot().png()).write(to: URL(fileURLWithPath: plot))
     }
@@ -136,8 +158,8 @@ private func enroll(_ id: String, on reader: ReaderInfo, backend: LibfprintReade
 
 private func makeBenchFolder() throws -> String {
     var template = Array("/tmp/tsmatch-XXXXXX".utf8CString)
-    guard mkdtemp(&template) != nil else { throw BenchError.setup("mkdtemp: \(String(cString: strerror(errno)))") }
-    return String(cString: template)
+    guard mkdtemp(&template) != nil else { throw BenchError.setup("mkdtemp: \(Errno.current.description)") }
+    return String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 /// The matching benchmark's figures.
@@ -146,7 +168,17 @@ struct MatchingReport {
     let impostor: [VerifyOutcome]
     let sameClassImpostorMatches: Int
     let fingers: Int
+    let twoTouches: TwoTouches
     static let threshold = 40
+
+    /// Two matching touches of one finger: the owner's pairs among
+    /// impressions 6-8 (both must match), and strangers whose impression 7
+    /// matched again after their impression 6 did.
+    struct TwoTouches {
+        let genuinePairs: Int
+        let genuinePairsMatched: Int
+        let impostorBothMatched: Int
+    }
 
     var text: String {
         let genuineMatched = genuine.filter(\.matched).count
@@ -172,6 +204,16 @@ struct MatchingReport {
             "scores, impostor: \(distribution(impostor))",
         ]
         lines.append(contentsOf: errorRates())
+        let pairsFailed = twoTouches.genuinePairs - twoTouches.genuinePairsMatched
+        let twoFMR = Double(twoTouches.impostorBothMatched) / Double(max(impostor.count, 1))
+        let twoBound = twoTouches.impostorBothMatched == 0
+            ? String(format: "below 1 in %.0f at 95%% (none seen)", Double(impostor.count) / 3)
+            : String(format: "1 in %.0f", 1 / twoFMR)
+        lines.append("two matching touches of one finger (matching --touches 2):")
+        lines.append(String(format: "  owner: %d of %d pairs of impressions 6-8 both matched; FNMR %.4f", twoTouches.genuinePairsMatched,
+                            twoTouches.genuinePairs, Double(pairsFailed) / Double(max(twoTouches.genuinePairs, 1))))
+        lines.append("  strangers: \(twoTouches.impostorBothMatched) of \(impostor.count) matched twice (impression 6, then 7); "
+                     + String(format: "FMR %.5f", twoFMR) + " (\(twoBound))")
         lines.append(String(format: "touch to answer (image sent to verify's result): median %.1f ms, p95 %.1f ms, max %.1f ms, n %d",
                             times.median, times.p95, times.max, times.samples))
         return lines.joined(separator: "\n")

@@ -47,6 +47,7 @@ enum CommandRunner {
         case .unenroll(let target): try await session.unenroll(target)
         case .fingers: try await session.fingers()
         case .verify(let allowPasscode): try await session.verify(allowPasscode: allowPasscode)
+        case .matching(let touches): try await session.matching(touches: touches)
         case .add(let service, let account, let access, let label, let comment):
             try await session.add(service: service, account: account, access: access, label: label, comment: comment)
         case .get(let service, let account, let reason): try await session.get(service: service, account: account, reason: reason)

@@ -101,6 +101,24 @@ extension Session {
         if options.json { try Output.json(names) } else { names.forEach(Output.result) }
     }
 
+    /// `matching [--touches N]`: shows how many matching touches a
+    /// biometric authentication takes, or sets it with the passcode.
+    func matching(touches: Int?) async throws {
+        try await withDevice { device in
+            guard let touches, let wanted = MatchingTouches(rawValue: touches) else {
+                let status = await device.status()
+                if let problem = status.problem { throw translation.device(problem) }
+                let current = status.matchingTouches ?? .one
+                if options.json { try Output.json(["touches": current.rawValue]) } else { Output.result("\(current.rawValue)") }
+                return
+            }
+            guard try await device.passcodeIsSet() else { throw translation.authentication(.passcodeNotSet) }
+            let passcode = try await interaction.readPasscode(prompt: "Passcode: ")
+            try await device.setMatchingTouches(wanted, passcode: passcode)
+            Output.progress("biometric authentication now takes \(wanted)")
+        }
+    }
+
     func verify(allowPasscode: Bool) async throws {
         let policy: AuthenticationPolicy = allowPasscode ? .deviceOwnerAuthentication : .deviceOwnerAuthenticationWithBiometrics
         try await withDevice { device in
@@ -129,6 +147,7 @@ extension Status {
             fingers:   \(fingersProblem.map { "none usable: \($0.description)" } ?? (fingers.isEmpty ? "none enrolled" : fingers.map(\.fprintdName).joined(separator: ", ")))
             biometry:  \(known(biometryLockout) { $0 ? "locked out (the passcode clears it)" : "not locked out" }), \(known(failedAttempts) { "\($0)" }) failed attempts in a row
             items:     \(known(items) { "\($0)" })
+            matching:  \(known(matchingTouches) { "\($0)" })
             """
     }
 }

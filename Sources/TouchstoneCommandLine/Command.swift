@@ -15,6 +15,9 @@ public enum Command: Sendable, Hashable {
     case fingers
     /// `verify [--allow-passcode]`: one authentication.
     case verify(allowPasscode: Bool)
+    /// `matching [--touches N]`: how many matching touches of one finger a
+    /// biometric authentication takes; `touches` nil: show it.
+    case matching(touches: Int?)
     /// `add SERVICE ACCOUNT [--access SPEC] [--label T] [--comment T]`; the
     /// secret comes from stdin. `label` and `comment` are nil when not given.
     case add(service: String, account: String, access: AccessControl, label: String?, comment: String?)
@@ -110,6 +113,7 @@ public enum Command: Sendable, Hashable {
         case .unenroll: "unenroll"
         case .fingers: "fingers"
         case .verify: "verify"
+        case .matching: "matching"
         case .add: "add"
         case .get: "get"
         case .update: "update"

@@ -13,7 +13,7 @@ enum CommandTable {
             a file descriptor or the terminal (no echo).
             """,
         subcommands: [
-            status, passcode, enroll, unenroll, fingers, verify,
+            status, passcode, enroll, unenroll, fingers, verify, matching,
             add, get, update, delete, list, importVault, secretService, sshKey, sshAgent, sim, demo, help,
         ])
 
@@ -137,6 +137,24 @@ enum CommandTable {
         abstract: "Authenticate once: a finger, or a finger then the passcode.",
         options: [Option.allowPasscode],
         make: { invocation in .verify(allowPasscode: invocation.flag(Option.allowPasscode)) })
+
+    static let matching = CommandDescription(
+        name: "matching",
+        abstract: "Show or set how many matching touches a biometric authentication takes.",
+        discussion: """
+            1 (the default): one touch that libfprint matches, as fprintd does. 2: a \
+            second touch of the same finger must match too, for every biometric \
+            authentication (items, ssh keys, verify): fewer strangers' fingers \
+            match, at the cost of more refusals of yours (docs/fingerprint.md has \
+            the measured rates). Showing needs nothing; setting needs the passcode. \
+            With --json: {"touches": N}.
+            """,
+        options: [Option.touches],
+        make: { invocation throws(UsageError) in
+            .matching(touches: try invocation.value(Option.touches).map { value throws(UsageError) in
+                try NumberRules.whole(value, Option.touches.name, in: 1...2)
+            })
+        })
 
     // MARK: Items
 
@@ -345,6 +363,7 @@ enum CommandTable {
         static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
         static let readerKind = OptionDescription(names: ["--reader-kind"], valueName: "kind", help: "The simulated reader: device, storage or image.", defaultValue: "device")
         static let image = OptionDescription(names: ["--image"], valueName: "file", help: "Send this PNG to the image reader instead of a finger.")
+        static let touches = OptionDescription(names: ["--touches"], valueName: "n", help: "Set it: 1 or 2 matching touches of one finger.")
         static let count = OptionDescription(names: ["--count"], valueName: "n", help: "How many touches, from 1 to 1000.", defaultValue: "1")
         static let impression = OptionDescription(names: ["--impression"], valueName: "n", help: "Which touch of the finger, from 1 to 1000000.", defaultValue: "1")
         static let output = OptionDescription(names: ["--output"], valueName: "file", help: "Where to write the PNG (not to a terminal).", defaultValue: "standard output")

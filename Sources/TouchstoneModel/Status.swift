@@ -69,6 +69,9 @@ public struct Status: Sendable, Hashable, Encodable {
     /// Failed matches in a row.
     public var failedAttempts: Int?
     public var items: Int?
+    /// How many matching touches a biometric authentication takes (nil
+    /// while the vault is not open). In the JSON as a number.
+    public var matchingTouches: MatchingTouches?
     /// Why parts are unknown: what stopped the vault or the TPM. Not in
     /// the JSON.
     public var problem: DeviceError?
@@ -88,7 +91,7 @@ public struct Status: Sendable, Hashable, Encodable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case home, reader, tpm, vault, passcodeSet, fingers, fingersProblem, biometryLockout, failedAttempts, items
+        case home, reader, tpm, vault, passcodeSet, fingers, fingersProblem, biometryLockout, failedAttempts, items, matchingTouches
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -103,5 +106,6 @@ public struct Status: Sendable, Hashable, Encodable {
         try container.encode(biometryLockout, forKey: .biometryLockout)
         try container.encode(failedAttempts, forKey: .failedAttempts)
         try container.encode(items, forKey: .items)
+        try container.encode(matchingTouches?.rawValue, forKey: .matchingTouches)
     }
 }

@@ -83,7 +83,7 @@ package struct ChildPrintChecker: PrintChecking {
         defer { if toChild >= 0 { close(toChild) } }
         let process = pidfd_open(pid, 0)
         guard process >= 0 else {
-            let why = String(cString: strerror(errno))
+            let why = Errno.current.description
             kill(pid, SIGKILL)
             _ = ChildSpawn.waitForExit(pid)
             throw PrintCheckFailure("pidfd_open: \(why)")

@@ -1,6 +1,7 @@
 internal import CSeccomp
 import Touchstone
 import TouchstoneFingerprint
+import TouchstonePOSIX
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -67,7 +68,7 @@ package enum PrintCheckChild {
         var cpu = rlimit(rlim_cur: cpuSeconds.soft, rlim_max: cpuSeconds.hard)
         guard setrlimit(__rlimit_resource_t(RLIMIT_CORE.rawValue), &none) == 0, setrlimit(__rlimit_resource_t(RLIMIT_AS.rawValue), &space) == 0,
               setrlimit(__rlimit_resource_t(RLIMIT_CPU.rawValue), &cpu) == 0 else {
-            report("setrlimit: \(String(cString: strerror(errno)))")
+            report("setrlimit: \(Errno.current.description)")
             _exit(3)
         }
     }
@@ -77,9 +78,14 @@ package enum PrintCheckChild {
         var input: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
-            let count = chunk.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
-            if count < 0, errno == EINTR { continue }
-            guard count >= 0 else { throw PrintCheckWire.Malformed("stdin: \(String(cString: strerror(errno)))") }
+            let outcome = chunk.withUnsafeMutableBytes { buffer in
+                Result { () throws(Errno) in try valueOrErrno(retryOnInterrupt: true) { read(0, buffer.baseAddress, buffer.count) } }
+            }
+            let count: Int
+            switch outcome {
+            case .success(let read): count = read
+            case .failure(let error): throw PrintCheckWire.Malformed("stdin: \(error.description)")
+            }
             if count == 0 { return input }
             input += chunk[0..<count]
             guard input.count <= PrintCheckWire.maximumBytes else { throw PrintCheckWire.Malformed("more than \(PrintCheckWire.maximumBytes) bytes") }
@@ -89,9 +95,13 @@ package enum PrintCheckChild {
     static func writeAll(_ bytes: [UInt8], to descriptor: Int32) {
         var at = 0
         while at < bytes.count {
-            let written = bytes[at...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-            if written < 0, errno == EINTR { continue }
-            guard written > 0 else { return }
+            // Best effort: a report the daemon does not read is no failure.
+            let outcome = bytes[at...].withUnsafeBytes { buffer in
+                Result { () throws(Errno) in
+                    try valueOrErrno(retryOnInterrupt: true, descriptorMayBeClosed: true) { write(descriptor, buffer.baseAddress, buffer.count) }
+                }
+            }
+            guard case .success(let written) = outcome, written > 0 else { return }
             at += written
         }
     }
@@ -134,7 +144,7 @@ extension PrintCheckChild {
             if markers.contains("test:open-after") { probeOpen("after") }
             if markers.contains("test:socket-after") {
                 let descriptor = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-                PrintCheckChild.report("test: socket after confinement: \(descriptor >= 0 ? "opened" : String(cString: strerror(errno)))")
+                PrintCheckChild.report("test: socket after confinement: \(descriptor >= 0 ? "opened" : Errno.current.description)")
             }
             if markers.contains("test:abort") { abort() }
             if markers.contains("test:pause-after") {
@@ -153,7 +163,7 @@ extension PrintCheckChild {
         /// Opens /etc/passwd (any user may read it) and says what happened.
         private func probeOpen(_ when: String) {
             let descriptor = open("/etc/passwd", O_RDONLY)
-            let outcome = descriptor >= 0 ? "opened" : String(cString: strerror(errno))
+            let outcome = descriptor >= 0 ? "opened" : Errno.current.description
             if descriptor >= 0 { close(descriptor) }
             PrintCheckChild.report("test: open /etc/passwd \(when) confinement: \(outcome)")
         }

@@ -1,4 +1,5 @@
 internal import CSeccomp
+import TouchstonePOSIX
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,7 +38,7 @@ enum PrintCheckConfinement {
     /// process needs for it, and which keeps a later exec from gaining
     /// privileges). The filter holds for this process for good.
     static func enter() throws(Failure) {
-        guard ts_set_no_new_privs() == 0 else { throw Failure(description: "prctl(PR_SET_NO_NEW_PRIVS): \(String(cString: strerror(errno)))") }
+        guard ts_set_no_new_privs() == 0 else { throw Failure(description: "prctl(PR_SET_NO_NEW_PRIVS): \(Errno.current.description)") }
         // Where seccomp(2) itself is filtered (systemd's @system-service
         // lacks it), libseccomp loads through prctl and cannot ask whether
         // the kernel kills whole processes: then the thread is killed,
@@ -59,7 +60,7 @@ enum PrintCheckConfinement {
         // abort() signals this process only, never another (the daemon runs as the same user).
         try rule(filter, allow, "tgkill", argument: 0, .equal(UInt64(getpid())))
         let loaded = seccomp_load(filter)
-        guard loaded == 0 else { throw Failure(description: "seccomp_load: \(String(cString: strerror(-loaded)))") }
+        guard loaded == 0 else { throw Failure(description: "seccomp_load: \(Errno(rawValue: -loaded).description)") }
     }
 
     /// One argument comparison.
@@ -78,6 +79,6 @@ enum PrintCheckConfinement {
         case (let index?, .maskedEqual(let mask, let value)?): ts_scmp_rule_arg(filter, action, number, index, SCMP_CMP_MASKED_EQ, mask, value)
         default: seccomp_rule_add_array(filter, action, number, 0, nil)
         }
-        guard added == 0 else { throw Failure(description: "seccomp rule for \(name): \(String(cString: strerror(-added)))") }
+        guard added == 0 else { throw Failure(description: "seccomp rule for \(name): \(Errno(rawValue: -added).description)") }
     }
 }

@@ -1,6 +1,7 @@
+import Foundation
 import Glibc
 import TouchstoneModel
-import Foundation
+import TouchstonePOSIX
 
 /// Where the simulator lives under a state folder: `sim/tpm/` holds
 /// swtpm's state, sockets, pid file and log; `sim/reader` is the virtual
@@ -64,7 +65,7 @@ package struct SimulatorLayout: Sendable, Hashable {
     package func nextImpression(of id: String) throws(SimulatorError) -> Int {
         let path = directory + "/impressions"
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .cannotCreate(path: path, reason: String(cString: strerror(errno))) }
+        guard fd >= 0 else { throw .cannotCreate(path: path, reason: Errno.current.description) }
         defer { close(fd) }
         flock(fd, LOCK_EX)
         var bytes: [UInt8] = []
@@ -80,7 +81,7 @@ package struct SimulatorLayout: Sendable, Hashable {
         let encoded = (try? JSONEncoder().encode(counts)).map { [UInt8]($0) } ?? []
         guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0,
               encoded.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == encoded.count else {
-            throw .cannotCreate(path: path, reason: String(cString: strerror(errno)))
+            throw .cannotCreate(path: path, reason: Errno.current.description)
         }
         return next
     }

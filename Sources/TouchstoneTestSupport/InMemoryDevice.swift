@@ -33,6 +33,7 @@ final class InMemoryEngine: Engine {
         var nextID: Int64 = 1
         var passcode: SecureBytes?
         var fingers: [Finger] = []
+        var touches = MatchingTouches.one
     }
 
     private let state = Mutex(State())
@@ -52,12 +53,22 @@ final class InMemoryEngine: Engine {
     // MARK: Device
 
     func status() async -> Status {
-        let (passcode, fingers, count) = state.withLock { ($0.passcode != nil, $0.fingers, $0.items.count) }
-        return Status(home: configuration.home.path,
-                      reader: Status.Reader(available: true, selection: configuration.reader.description),
-                      tpm: Status.TPM(available: true, tcti: configuration.tpm.description),
-                      vault: Status.Vault(available: true), passcodeSet: passcode, fingers: fingers,
-                      biometryLockout: false, failedAttempts: 0, items: count)
+        let (passcode, fingers, count, touches) = state.withLock { ($0.passcode != nil, $0.fingers, $0.items.count, $0.touches) }
+        var status = Status(home: configuration.home.path,
+                            reader: Status.Reader(available: true, selection: configuration.reader.description),
+                            tpm: Status.TPM(available: true, tcti: configuration.tpm.description),
+                            vault: Status.Vault(available: true), passcodeSet: passcode, fingers: fingers,
+                            biometryLockout: false, failedAttempts: 0, items: count)
+        status.matchingTouches = touches
+        return status
+    }
+
+    /// Kept and shown; the in-memory device asks for no touch at all.
+    func setMatchingTouches(_ touches: MatchingTouches, passcode: SecureBytes) async throws(DeviceError) {
+        try state.withLock { (state) throws(DeviceError) in
+            try Self.check(passcode, against: state.passcode)
+            state.touches = touches
+        }
     }
 
     func passcodeIsSet() async throws(DeviceError) -> Bool { state.withLock { $0.passcode != nil } }

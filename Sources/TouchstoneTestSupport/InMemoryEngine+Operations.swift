@@ -70,6 +70,13 @@ extension Calls.Unenroll: InMemoryOperation {
     }
 }
 
+extension Calls.SetMatchingTouches: InMemoryOperation {
+    func run(in engine: InMemoryEngine) async throws(DeviceError) -> Done {
+        try await engine.setMatchingTouches(touches, passcode: passcode.bytes)
+        return Done()
+    }
+}
+
 extension Calls.Availability: InMemoryOperation {
     func run(in engine: InMemoryEngine) async throws(AuthenticationError) -> TouchstoneModel.Availability {
         await engine.availability(policy)

@@ -255,6 +255,27 @@ extension Vault {
         try setMetaInt("biometric_failures", 0)
     }
 
+    // MARK: - Matching touches
+
+    /// How many matching touches of one finger a biometric authentication
+    /// takes (`MatchingTouches`); one until set. A value this build does
+    /// not know reads as two: a setting never loosens by being damaged.
+    package func matchingTouches() throws(VaultError) -> MatchingTouches {
+        guard let stored = try metaInt(Self.touchesKey) else { return .one }
+        return MatchingTouches(rawValue: stored) ?? .two
+    }
+
+    /// Sets it, with the passcode (checked by the TPM, unless `proof`
+    /// opened the passcode's class key already).
+    package func setMatchingTouches(_ touches: MatchingTouches, proof: VaultProof) throws(VaultError) {
+        try requireWritable()
+        guard let passcode = proof.passcode else { throw VaultError.authenticationRequired }
+        if proof.openedClassKeys[try passcodeClassKey().id] == nil { try verifyPasscode(passcode) }
+        try setMetaInt(Self.touchesKey, touches == .one ? nil : touches.rawValue)
+    }
+
+    static let touchesKey = "setting.touches"
+
     // MARK: - Steps of a change
 
     /// The steps of a change where a test may stop it (in order, for each

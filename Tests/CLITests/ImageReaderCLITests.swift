@@ -102,6 +102,42 @@ struct ImageReaderCLITests {
         }
     }
 
+    @Test("matching --touches 2 (with the passcode; a wrong one changes nothing): a get opens after two impressions of the enrolled finger, not after the owner's then a stranger's (exit 2, the failure counted); status shows it, and --touches 1 brings one touch back")
+    func twoTouches() async throws {
+        try await blockingTest {
+            let sandbox = try Self.sandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enrollImages("right-index-finger", as: "alice").code == 0)
+            #expect(sandbox.run(["--sim", "add", "bank", "me", "--access", "biometry-current-set"], stdin: Array("s3cret".utf8)).code == 0)
+            #expect(sandbox.run(["--sim", "matching"]).stdoutText == "1\n")
+            #expect(sandbox.withTouch("alice", ["--sim", "get", "bank", "me"]).stdoutText == "s3cret", "one touch opens by default")
+
+            let wrong = sandbox.run(["--sim", "matching", "--touches", "2", "--passcode-fd", "0"], stdin: CLISandbox.line("not-it"))
+            #expect(wrong.code == 2, "\(wrong.stderr)")
+            #expect(sandbox.run(["--sim", "matching"]).stdoutText == "1\n", "a wrong passcode changed nothing")
+            let set = sandbox.run(["--sim", "matching", "--touches", "2", "--passcode-fd", "0"], stdin: CLISandbox.line(CLISandbox.passcode))
+            #expect(set.code == 0, "\(set.stderr)")
+            #expect(sandbox.run(["--sim", "--json", "matching"]).stdoutText == #"{"touches":2}"# + "\n")
+            let status = sandbox.run(["--sim", "status"]).stdoutText
+            #expect(status.contains("matching:  2 touches of one finger"), "\(status)")
+            #expect(sandbox.run(["--sim", "--json", "status"]).stdoutText.contains(#""matchingTouches":2"#))
+
+            let opened = sandbox.withTouches(["alice", "alice"], ["--sim", "get", "bank", "me"])
+            #expect(opened.code == 0 && opened.stdoutText == "s3cret", "\(opened.code): \(opened.stderr)")
+            #expect(opened.stderr.contains("Touch 1 of 2 matched\n") && opened.stderr.contains("(touch 2 of 2: the same finger again)"),
+                    "\(opened.stderr)")
+            let refused = sandbox.withTouches(["alice", "bob"], ["--sim", "get", "bank", "me"])
+            #expect(refused.code == 2 && refused.stdout.isEmpty, "\(refused.code): \(refused.stderr)")
+            #expect(refused.stderr.contains("Touch 1 of 2 matched"), "the first touch matched: \(refused.stderr)")
+            #expect(sandbox.run(["--sim", "--json", "status"]).stdoutText.contains(#""failedAttempts":1"#), "the second touch's failure counts")
+
+            #expect(sandbox.run(["--sim", "matching", "--touches", "1", "--passcode-fd", "0"], stdin: CLISandbox.line(CLISandbox.passcode)).code == 0)
+            let once = sandbox.withTouch("alice", ["--sim", "get", "bank", "me"])
+            #expect(once.stdoutText == "s3cret" && !once.stderr.contains("matched"), "\(once.stderr)")
+        }
+    }
+
     @Test("through the simulator's touchstoned (sim start --reader-kind image --daemon): enrolment, a get opened by the owner's impression, a stranger's refused")
     func throughTheDaemon() async throws {
         try await blockingTest {
@@ -119,6 +155,20 @@ struct ImageReaderCLITests {
 }
 
 extension CLISandbox {
+    /// Runs a command that waits for touches: the first of `ids` once it
+    /// asks for a touch, each next one once it asks again (after a match);
+    /// returns its result when it ends.
+    func withTouches(_ ids: [String], _ arguments: [String]) -> CLIResult {
+        guard let waiting = try? start(arguments) else { return CLIResult(code: -1, stdout: [], stderr: "cannot start") }
+        for (index, id) in ids.enumerated() {
+            let asked = index == 0 ? "touch the reader" : "(touch \(index + 1) of \(ids.count): the same finger again)"
+            guard waiting.waitForStderr(asked) else { return waiting.wait() }
+            let touch = run(["sim", "touch", id, "--wait", "60"])
+            guard touch.code == 0 else { return CLIResult(code: -1, stdout: [], stderr: "sim touch: \(touch.stderr)") }
+        }
+        return waiting.wait()
+    }
+
     /// Enrols `finger` with impressions of simulated finger `id` on the
     /// image reader, one at a time: each sent once the enrolment showed the
     /// previous one's progress (the image pipeline takes the next image

@@ -114,9 +114,9 @@ extension InProcessEngine {
         let enrolled: EnrolledFingers
         if let known { enrolled = known } else { enrolled = try vaultCall(vault.enrolledFingers()) }
         if enrolled.prints.isEmpty { throw .authentication(.biometryNotEnrolled) }
+        let touches = try vaultCall(vault.matchingTouches())
         let session = try await readerCall(await openReader())
         let interaction = settings.interaction
-        let timeout = settings.touchTimeout
         // Scan events come on libfprint's thread; the interaction gets
         // them in order, awaited, on its own isolation.
         let (events, continuation) = AsyncStream.makeStream(of: ScanEvent.self)
@@ -125,15 +125,52 @@ extension InProcessEngine {
             continuation.finish()
             delivery.cancel()
         }
-        enum Outcome: Sendable { case matched, noMatch, fallback }
-        // The first of the touch and the person's asking for the passcode;
-        // each task's failure read where it arises.
-        let first = await withTaskGroup(of: Result<Outcome, BackendFailure>.self,
-                                             returning: Result<Outcome, BackendFailure>?.self) { group in
+        // With two touches, the second must match the finger the first did;
+        // the person is told (before the prompt for it) and the prompt
+        // says which touch it waits for.
+        var candidates = enrolled.prints
+        for touch in 1...touches.rawValue {
+            let prompt = touch == 1 ? reason : "\(reason) (touch \(touch) of \(touches.rawValue): the same finger again)"
+            switch try await touchOutcome(on: session, among: candidates, reason: prompt, passcodeAllowed: passcodeAllowed,
+                                          settings, events: continuation) {
+            case .matched(let finger) where touch < touches.rawValue:
+                candidates = candidates.filter { $0.finger == finger }
+                await interaction?.scanEvent(.touchAgain(matched: touch, total: touches.rawValue))
+            case .matched:
+                break
+            case .noMatch:
+                let failures = try vaultCall(vault.recordBiometricFailure())
+                throw .authentication(failures >= AuthenticationContext.maximumBiometricFailures ? .biometryLockout
+                                                                                                  : .authenticationFailed)
+            case .fallback:
+                guard passcodeAllowed else { throw .authentication(.userFallback) }
+                return false
+            }
+        }
+        try vaultCall(vault.resetBiometricFailures())
+        return true
+    }
+
+    private enum TouchOutcome: Sendable {
+        case matched(Finger)
+        case noMatch
+        case fallback
+    }
+
+    /// One touch: the first of the touch (matched against `prints`, or
+    /// not) and the person's asking for the passcode; each task's failure
+    /// read where it arises.
+    private func touchOutcome(on session: ReaderSession, among prints: [EnrolledPrint], reason: String,
+                              passcodeAllowed: Bool, _ settings: ContextSettings,
+                              events: AsyncStream<ScanEvent>.Continuation) async throws(BackendFailure) -> TouchOutcome {
+        let interaction = settings.interaction
+        let timeout = settings.touchTimeout
+        let first = await withTaskGroup(of: Result<TouchOutcome, BackendFailure>.self,
+                                        returning: Result<TouchOutcome, BackendFailure>?.self) { group in
             group.addTask {
                 do throws(FingerprintError) {
-                    let finger = try await session.match(among: enrolled.prints, timeout: timeout) { continuation.yield($0) }
-                    return .success(finger == nil ? .noMatch : .matched)
+                    let finger = try await session.match(among: prints, timeout: timeout) { events.yield($0) }
+                    return .success(finger.map(TouchOutcome.matched) ?? .noMatch)
                 } catch {
                     return .failure(BackendFailure(reader: error))
                 }
@@ -148,18 +185,7 @@ extension InProcessEngine {
             return await group.next()
         }
         guard let first else { throw .cancelled }
-        switch try first.get() {
-        case .matched:
-            try vaultCall(vault.resetBiometricFailures())
-            return true
-        case .noMatch:
-            let failures = try vaultCall(vault.recordBiometricFailure())
-            throw .authentication(failures >= AuthenticationContext.maximumBiometricFailures ? .biometryLockout
-                                                                                              : .authenticationFailed)
-        case .fallback:
-            guard passcodeAllowed else { throw .authentication(.userFallback) }
-            return false
-        }
+        return try first.get()
     }
 
     /// Asks for the passcode and has the TPM check it. A success clears the

@@ -118,6 +118,21 @@ extension InProcessEngine {
         }
     }
 
+    // MARK: - Matching
+
+    /// Sets how many matching touches of one finger a biometric
+    /// authentication takes. Needs the passcode, as an enrolment does: it
+    /// changes what a touch opens.
+    package func setMatchingTouches(_ touches: MatchingTouches, passcode: SecureBytes) async throws(DeviceError) {
+        try await throttled(passcode) { () async throws(DeviceError) in
+            try await device { () throws(BackendFailure) in
+                try vaultCall(vault.requireWritable())
+                let proof = try vaultCall(vault.verifyPasscode(PasscodeAuth(passcode: passcode)))
+                try vaultCall(vault.setMatchingTouches(touches, proof: proof))
+            }
+        }
+    }
+
     // MARK: - Helpers
 
     /// The reader, opened (claimed) on first use. In the daemon, after

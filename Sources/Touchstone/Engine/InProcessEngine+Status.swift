@@ -70,6 +70,7 @@ extension InProcessEngine {
             status.failedAttempts = failures
             status.biometryLockout = failures >= AuthenticationContext.maximumBiometricFailures
             status.items = try vault.itemCount()
+            status.matchingTouches = try vault.matchingTouches()
             status.vault.available = true
         } catch {
             let problem = DeviceError(BackendFailure(vault: error))

@@ -8,7 +8,7 @@ package enum EngineOperations {
     package static let all: [any EngineOperation.Type] = [
         Calls.Status.self, Calls.PasscodeIsSet.self, Calls.SetPasscode.self, Calls.ChangePasscode.self,
         Calls.RemovePasscode.self, Calls.EnrolledFingers.self, Calls.Enroll.self, Calls.Unenroll.self,
-        Calls.ImportFingers.self,
+        Calls.ImportFingers.self, Calls.SetMatchingTouches.self,
         Calls.Availability.self, Calls.DomainState.self, Calls.Authenticate.self,
         Calls.Add.self, Calls.OpenAccess.self, Calls.Secret.self, Calls.GetSecret.self, Calls.Update.self,
         Calls.Delete.self, Calls.Items.self, Calls.Attributes.self,
@@ -106,6 +106,14 @@ extension Calls.Unenroll: EngineOperation {
     package func run(on engine: isolated InProcessEngine,
                      interaction: (any AuthenticationInteraction)?) async throws(DeviceError) -> Done {
         try await engine.unenroll(finger, passcode: passcode.bytes)
+        return Done()
+    }
+}
+
+extension Calls.SetMatchingTouches: EngineOperation {
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(DeviceError) -> Done {
+        try await engine.setMatchingTouches(touches, passcode: passcode.bytes)
         return Done()
     }
 }

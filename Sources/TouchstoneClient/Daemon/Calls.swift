@@ -81,6 +81,21 @@ extension Calls {
         }
     }
 
+    /// How many matching touches of one finger a biometric authentication
+    /// takes from now on (`touchstone matching --touches N`).
+    package struct SetMatchingTouches: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = DeviceError
+        package static let name = "matching-touches-set"
+        package static let secretSlots = ["passcode"]
+        package var touches: MatchingTouches
+        package var passcode: WireSecret
+        package init(_ touches: MatchingTouches, passcode: SecureBytes) {
+            self.touches = touches
+            self.passcode = WireSecret(passcode)
+        }
+    }
+
     /// `finger` nil: every finger.
     package struct Unenroll: EngineRequest {
         package typealias Response = Done

@@ -109,6 +109,7 @@ package struct DaemonStatus: Codable, Sendable {
     var biometryLockout: Bool?
     var failedAttempts: Int?
     var items: Int?
+    var matchingTouches: MatchingTouches?
     var problem: DeviceError?
 
     package init(_ status: Status) {
@@ -122,6 +123,7 @@ package struct DaemonStatus: Codable, Sendable {
         biometryLockout = status.biometryLockout
         failedAttempts = status.failedAttempts
         items = status.items
+        matchingTouches = status.matchingTouches
         problem = status.problem
     }
 
@@ -129,6 +131,7 @@ package struct DaemonStatus: Codable, Sendable {
         var status = Status(home: home, reader: reader, tpm: tpm, vault: vault, passcodeSet: passcodeSet, fingers: fingers,
                             biometryLockout: biometryLockout, failedAttempts: failedAttempts, items: items, problem: problem)
         status.fingersProblem = fingersProblem
+        status.matchingTouches = matchingTouches
         return status
     }
 }

@@ -115,6 +115,7 @@ public final class TerminalInteraction: AuthenticationInteraction {
         switch event {
         case .retry(let hint): "  \(hint.message)"
         case .stage(let completed, let total): "Touch \(completed) of \(total)"
+        case .touchAgain(let matched, let total): "Touch \(matched) of \(total) matched"
         }
     }
 
