@@ -77,19 +77,21 @@ package struct ChildPrintChecker: PrintChecking {
             throw PrintCheckFailure("cannot start the print checker: \(error)")
         }
         let pid = child.pid
-        // Raw from here: the write end closes as soon as the request is in.
-        var toChild = child.input.release()
+        // The write end closes as soon as the request is in (the checker
+        // then sees its end); the others with this function.
+        let input = child.input
+        _ = fcntl(input.rawValue, F_SETFL, O_NONBLOCK)
+        var toChild: OwnedDescriptor? = input
         let fromChild = child.output
-        defer { if toChild >= 0 { close(toChild) } }
-        let process = pidfd_open(pid, 0)
-        guard process >= 0 else {
-            let why = Errno.current.description
+        let process: OwnedDescriptor
+        do throws(Errno) {
+            let raw = try valueOrErrno(retryOnInterrupt: false) { pidfd_open(pid, 0) }
+            process = OwnedDescriptor(adopting: raw)
+        } catch {
             kill(pid, SIGKILL)
             _ = ChildSpawn.waitForExit(pid)
-            throw PrintCheckFailure("pidfd_open: \(why)")
+            throw PrintCheckFailure("pidfd_open: \(error)")
         }
-        defer { close(process) }
-        _ = fcntl(toChild, F_SETFL, O_NONBLOCK)
         _ = fcntl(fromChild.rawValue, F_SETFL, O_NONBLOCK)
 
         let end = ContinuousClock.now + deadline
@@ -105,33 +107,41 @@ package struct ChildPrintChecker: PrintChecking {
                 _ = ChildSpawn.waitForExit(pid)
                 return (.timedOut, [])
             }
-            var watched = [pollfd(fd: exited ? -1 : process, events: Int16(POLLIN), revents: 0),
+            var watched = [pollfd(fd: exited ? -1 : process.rawValue, events: Int16(POLLIN), revents: 0),
                            pollfd(fd: replyOpen ? fromChild.rawValue : -1, events: Int16(POLLIN), revents: 0),
-                           pollfd(fd: toChild, events: Int16(POLLOUT), revents: 0)]
+                           pollfd(fd: toChild?.rawValue ?? -1, events: Int16(POLLOUT), revents: 0)]
             let (seconds, attoseconds) = left.components
             let milliseconds = Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000 + 1)
-            guard poll(&watched, 3, milliseconds) >= 0 else { continue }  // EINTR
+            // Interrupted: the deadline is checked again, then poll again.
+            guard (try? valueOrErrno(retryOnInterrupt: false) { poll(&watched, 3, milliseconds) }) != nil else { continue }
             if watched[0].revents != 0 { exited = true }
             if watched[2].revents != 0 {
-                let count = request[written...].withUnsafeBytes { Glibc.write(toChild, $0.baseAddress, $0.count) }
-                if count > 0 { written += count }
-                // All in, or the checker closed its stdin (it exits, and says why).
-                if written == request.count || (count < 0 && errno != EAGAIN && errno != EINTR) {
-                    close(toChild)
-                    toChild = -1
+                let outcome = request[written...].withUnsafeBytes { bytes in
+                    Result { () throws(Errno) in try toChild?.write(bytes) ?? 0 }
                 }
+                switch outcome {
+                case .success(let count): written += count
+                case .failure(let error) where error == .resourceTemporarilyUnavailable: break
+                // The checker closed its stdin (it exits, and says why).
+                case .failure: written = request.count
+                }
+                // All in: the checker sees the end of its input.
+                if written == request.count { _ = toChild.take() }
             }
             if watched[1].revents != 0 {
-                let count = chunk.withUnsafeMutableBytes { Glibc.read(fromChild.rawValue, $0.baseAddress, $0.count) }
-                if count > 0 {
+                let outcome = chunk.withUnsafeMutableBytes { buffer in
+                    Result { () throws(Errno) in try fromChild.read(into: buffer) }
+                }
+                switch outcome {
+                case .success(let count) where count > 0:
                     reply += chunk[0..<count]
                     if reply.count > PrintCheckWire.maximumBytes {
                         kill(pid, SIGKILL)
                         _ = ChildSpawn.waitForExit(pid)
                         throw PrintCheckFailure("the print checker's answer is longer than \(PrintCheckWire.maximumBytes) bytes")
                     }
-                } else if count == 0 || (errno != EAGAIN && errno != EINTR) {
-                    replyOpen = false
+                case .failure(let error) where error == .resourceTemporarilyUnavailable: break
+                case .success, .failure: replyOpen = false
                 }
             }
         }

@@ -162,9 +162,13 @@ extension PrintCheckChild {
 
         /// Opens /etc/passwd (any user may read it) and says what happened.
         private func probeOpen(_ when: String) {
-            let descriptor = open("/etc/passwd", O_RDONLY)
-            let outcome = descriptor >= 0 ? "opened" : Errno.current.description
-            if descriptor >= 0 { close(descriptor) }
+            let outcome: String
+            do throws(Errno) {
+                try OwnedDescriptor.open("/etc/passwd", O_RDONLY | O_CLOEXEC).close()
+                outcome = "opened"
+            } catch {
+                outcome = error.description
+            }
             PrintCheckChild.report("test: open /etc/passwd \(when) confinement: \(outcome)")
         }
     }

@@ -110,11 +110,11 @@ package final class ProgramNamer: Sendable {
             if pidfd == -1 { _exit(0) }
             var answer: [UInt8] = [0]
             if pidfd >= 0 {
-                if let pid = PeerProgram.livePID(of: pidfd), let path = PeerProgram.readLink("/proc/\(pid)/exe"),
-                   PeerProgram.livePID(of: pidfd) == pid {
+                let process = OwnedDescriptor(adopting: pidfd)
+                if let pid = PeerProgram.livePID(of: process.rawValue), let path = PeerProgram.readLink("/proc/\(pid)/exe"),
+                   PeerProgram.livePID(of: process.rawValue) == pid {
                     answer = [1] + Array(path.utf8.prefix(Int(PATH_MAX)))
                 }
-                close(pidfd)
             }
             _ = answer.withUnsafeBytes { send(socket, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         }

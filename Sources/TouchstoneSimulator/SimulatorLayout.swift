@@ -64,25 +64,30 @@ package struct SimulatorLayout: Sendable, Hashable {
     /// run each time the simulator starts afresh.
     package func nextImpression(of id: String) throws(SimulatorError) -> Int {
         let path = directory + "/impressions"
-        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { throw .cannotCreate(path: path, reason: Errno.current.description) }
-        defer { close(fd) }
-        flock(fd, LOCK_EX)
-        var bytes: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let n = read(fd, &buffer, buffer.count)
-            if n <= 0 { break }
-            bytes += buffer[..<n]
+        do throws(Errno) {
+            let file = try OwnedDescriptor.open(path, O_RDWR | O_CREAT | O_CLOEXEC, mode: 0o600)
+            let raw = file.rawValue
+            _ = try valueOrErrno(retryOnInterrupt: true) { flock(raw, LOCK_EX) }
+            var bytes: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = try buffer.withUnsafeMutableBytes { chunk in
+                    Result { () throws(Errno) in try file.read(into: chunk) }
+                }.get()
+                if count == 0 { break }
+                bytes += buffer[..<count]
+            }
+            var counts = (try? JSONDecoder().decode([String: Int].self, from: Data(bytes))) ?? [:]
+            let next = (counts[id] ?? 0) + 1
+            counts[id] = next
+            let encoded = (try? JSONEncoder().encode(counts)).map { [UInt8]($0) } ?? []
+            _ = try valueOrErrno(retryOnInterrupt: true) { ftruncate(raw, 0) }
+            _ = try valueOrErrno(retryOnInterrupt: false) { lseek(raw, 0, SEEK_SET) }
+            try encoded.withUnsafeBytes { all in Result { () throws(Errno) in try file.writeAll(all) } }.get()
+            try file.close()
+            return next
+        } catch {
+            throw .cannotCreate(path: path, reason: error.description)
         }
-        var counts = (try? JSONDecoder().decode([String: Int].self, from: Data(bytes))) ?? [:]
-        let next = (counts[id] ?? 0) + 1
-        counts[id] = next
-        let encoded = (try? JSONEncoder().encode(counts)).map { [UInt8]($0) } ?? []
-        guard ftruncate(fd, 0) == 0, lseek(fd, 0, SEEK_SET) == 0,
-              encoded.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == encoded.count else {
-            throw .cannotCreate(path: path, reason: Errno.current.description)
-        }
-        return next
     }
 }
