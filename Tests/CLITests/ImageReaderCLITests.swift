@@ -138,6 +138,38 @@ struct ImageReaderCLITests {
         }
     }
 
+    /// A pair `TouchstoneBench matching --fingers 100` found: impression 6
+    /// of finger bench-match-4 matches bench-match-41 enrolled with its
+    /// impressions 1-5 (score 43), its impression 7 does not (36).
+    static let lookalike = (enrolled: "bench-match-41", stranger: "bench-match-4")
+
+    @Test("a lookalike stranger whose impression libfprint matches opens the item with one touch, and with matching --touches 2 is refused at the second touch, where the owner's two touches open")
+    func lookalikeStopsAtTheSecondTouch() async throws {
+        try await blockingTest {
+            let sandbox = try Self.sandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enrollImages("right-index-finger", as: Self.lookalike.enrolled).code == 0)
+            #expect(sandbox.run(["--sim", "add", "bank", "me", "--access", "biometry-current-set"], stdin: Array("s3cret".utf8)).code == 0)
+            var images: [String] = []
+            for impression in [6, 7] {
+                let file = sandbox.scratch + "/stranger-\(impression).png"
+                #expect(sandbox.run(["sim", "print", Self.lookalike.stranger, "--impression", "\(impression)", "--output", file]).code == 0)
+                images.append(file)
+            }
+
+            let fooled = sandbox.withTouches(sending: [["--image", images[0]]], ["--sim", "get", "bank", "me"])
+            #expect(fooled.code == 0 && fooled.stdoutText == "s3cret", "one touch: libfprint's false match opens it (\(fooled.code): \(fooled.stderr))")
+
+            #expect(sandbox.run(["--sim", "matching", "--touches", "2", "--passcode-fd", "0"], stdin: CLISandbox.line(CLISandbox.passcode)).code == 0)
+            let refused = sandbox.withTouches(sending: [["--image", images[0]], ["--image", images[1]]], ["--sim", "get", "bank", "me"])
+            #expect(refused.code == 2 && refused.stdout.isEmpty, "\(refused.code): \(refused.stderr)")
+            #expect(refused.stderr.contains("Touch 1 of 2 matched"), "the first touch fooled the matcher again: \(refused.stderr)")
+            let opened = sandbox.withTouches([Self.lookalike.enrolled, Self.lookalike.enrolled], ["--sim", "get", "bank", "me"])
+            #expect(opened.code == 0 && opened.stdoutText == "s3cret", "\(opened.code): \(opened.stderr)")
+        }
+    }
+
     @Test("through the simulator's touchstoned (sim start --reader-kind image --daemon): enrolment, a get opened by the owner's impression, a stranger's refused")
     func throughTheDaemon() async throws {
         try await blockingTest {
@@ -159,12 +191,18 @@ extension CLISandbox {
     /// asks for a touch, each next one once it asks again (after a match);
     /// returns its result when it ends.
     func withTouches(_ ids: [String], _ arguments: [String]) -> CLIResult {
+        withTouches(sending: ids.map { [$0] }, arguments)
+    }
+
+    /// The same with what `sim touch` is given for each touch (a finger's
+    /// id, or `--image FILE`).
+    func withTouches(sending touches: [[String]], _ arguments: [String]) -> CLIResult {
         guard let waiting = try? start(arguments) else { return CLIResult(code: -1, stdout: [], stderr: "cannot start") }
-        for (index, id) in ids.enumerated() {
-            let asked = index == 0 ? "touch the reader" : "(touch \(index + 1) of \(ids.count): the same finger again)"
+        for (index, touch) in touches.enumerated() {
+            let asked = index == 0 ? "touch the reader" : "(touch \(index + 1) of \(touches.count): the same finger again)"
             guard waiting.waitForStderr(asked) else { return waiting.wait() }
-            let touch = run(["sim", "touch", id, "--wait", "60"])
-            guard touch.code == 0 else { return CLIResult(code: -1, stdout: [], stderr: "sim touch: \(touch.stderr)") }
+            let sent = run(["sim", "touch"] + touch + ["--wait", "60"])
+            guard sent.code == 0 else { return CLIResult(code: -1, stdout: [], stderr: "sim touch: \(sent.stderr)") }
         }
         return waiting.wait()
     }
