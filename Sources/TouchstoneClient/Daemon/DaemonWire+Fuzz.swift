@@ -14,7 +14,8 @@ extension DaemonWire {
         let types: [any EngineRequest.Type] = [
             Calls.Status.self, Calls.PasscodeIsSet.self, Calls.SetPasscode.self, Calls.ChangePasscode.self,
             Calls.RemovePasscode.self, Calls.EnrolledFingers.self, Calls.Enroll.self, Calls.Unenroll.self,
-            Calls.ImportFingers.self, Calls.Availability.self, Calls.DomainState.self, Calls.Authenticate.self,
+            Calls.ImportFingers.self, Calls.SetMatchingTouches.self, Calls.Availability.self, Calls.DomainState.self,
+            Calls.Authenticate.self,
             Calls.Add.self, Calls.OpenAccess.self, Calls.Secret.self, Calls.GetSecret.self, Calls.Update.self,
             Calls.Delete.self, Calls.Items.self, Calls.Attributes.self, Calls.Search.self, Calls.AddItem.self,
             Calls.Item.self, Calls.OpenItemAccess.self, Calls.ItemSecret.self, Calls.UpdateItem.self,
@@ -165,6 +166,7 @@ extension DaemonWire {
             Calls.Unenroll(.rightIndex, passcode: secret("123456")), Calls.Unenroll(nil, passcode: secret("123456")),
             Calls.ImportFingers(driver: "virtual_device", deviceID: "0", fingers: [.leftThumb, .rightIndex],
                                 prints: [secret("print one"), secret("print two")], passcode: secret("123456")),
+            Calls.SetMatchingTouches(.two, passcode: secret("123456")),
             Calls.Availability(.deviceOwnerAuthentication), Calls.Availability(.deviceOwnerAuthenticationWithBiometrics),
             Calls.DomainState(),
             Calls.Authenticate(.userPresence, reason: "unlock the vault", interactionNotAllowed: false, touchTimeout: .seconds(30)),
