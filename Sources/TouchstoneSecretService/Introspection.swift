@@ -70,7 +70,7 @@ enum Introspection {
               <arg name="prompt" type="o" direction="out"/>
             </method>
             <property name="Items" type="ao" access="read"/>
-            <property name="Label" type="s" access="read"/>
+            <property name="Label" type="s" access="readwrite"/>
             <property name="Locked" type="b" access="read"/>
             <property name="Created" type="t" access="read"/>
             <property name="Modified" type="t" access="read"/>

@@ -10,44 +10,55 @@ enum SecretPaths {
     /// "No object", "no prompt".
     static let none = "/"
 
-    /// The vault's collection (alias `default`) and the one kept in memory
-    /// until the provider ends (alias `session`).
-    static let vault = collections + "default"
-    static let session = collections + "session"
+    /// A collection's path, by its id (`CollectionBook`).
+    static func collection(id: String) -> String { collections + id }
+    static let vault = collection(id: CollectionBook.vault)
+    static let session = collection(id: CollectionBook.session)
 
-    /// Where an item is: the vault (its reference) or the session
-    /// collection (its number there).
+    /// The id a collection path names (`/org/freedesktop/secrets/collection/ID`),
+    /// whether or not there is one; nil for any other path.
+    static func collectionID(_ path: String) -> String? {
+        guard path.hasPrefix(collections) else { return nil }
+        let id = String(path.dropFirst(collections.count))
+        return CollectionBook.isValidID(id) ? id : nil
+    }
+
+    /// The alias an alias path names (`/org/freedesktop/secrets/aliases/NAME`); nil otherwise.
+    static func aliasName(_ path: String) -> String? {
+        guard path.hasPrefix(aliases) else { return nil }
+        let name = String(path.dropFirst(aliases.count))
+        return CollectionBook.isValidID(name) ? name : nil
+    }
+
+    /// Where an item is: a vault item (its reference, in the collection its
+    /// path names: checked against the item's own when it is used) or an
+    /// item of the session collection (its number there).
     enum Item: Hashable, Sendable {
-        case vault(ItemReference)
+        case vault(ItemReference, collection: String)
         case session(Int64)
 
         var path: String {
             switch self {
-            case .vault(let reference): SecretPaths.vault + "/" + String(reference.id)
+            case .vault(let reference, let collection): SecretPaths.collection(id: collection) + "/" + String(reference.id)
             case .session(let id): SecretPaths.session + "/" + String(id)
             }
         }
 
-        /// The item a path names (a vault or session item path), or nil.
-        init?(path: String) {
-            for (prefix, make) in [(SecretPaths.vault + "/", { Item.vault(ItemReference(id: $0)) }),
-                                   (SecretPaths.session + "/", { Item.session($0) })] as [(String, (Int64) -> Item)]
-            where path.hasPrefix(prefix) {
-                let tail = path.dropFirst(prefix.count)
-                guard !tail.isEmpty, tail.allSatisfy(\.isASCII), tail.allSatisfy(\.isNumber), let id = Int64(tail), id > 0 else { return nil }
-                self = make(id)
-                return
+        /// The collection's id.
+        var collection: String {
+            switch self {
+            case .vault(_, let collection): collection
+            case .session: CollectionBook.session
             }
-            return nil
         }
-    }
 
-    /// A collection's canonical path for a collection or alias path.
-    static func collection(_ path: String) -> String? {
-        switch path {
-        case vault, aliases + "default": vault
-        case session, aliases + "session": session
-        default: nil
+        /// The item a path names (`.../collection/ID/N`), or nil.
+        init?(path: String) {
+            guard path.hasPrefix(SecretPaths.collections) else { return nil }
+            let parts = path.dropFirst(SecretPaths.collections.count).split(separator: "/", omittingEmptySubsequences: false)
+            guard parts.count == 2, CollectionBook.isValidID(String(parts[0])), let tail = parts.last, !tail.isEmpty,
+                  tail.allSatisfy({ $0.isASCII && $0.isNumber }), let id = Int64(tail), id > 0 else { return nil }
+            self = parts[0] == Substring(CollectionBook.session) ? .session(id) : .vault(ItemReference(id: id), collection: String(parts[0]))
         }
     }
 }

@@ -14,7 +14,7 @@ extension SecretServiceProvider {
         case Self.serviceInterface where path == SecretPaths.service:
             return await service(call)
         case Self.collectionInterface:
-            guard let collection = SecretPaths.collection(path) else { return .failure(Self.noSuchObject(path)) }
+            guard let collection = collectionID(forPath: path) else { return .failure(Self.noSuchObject(path)) }
             return await collectionCall(call, collection)
         case Self.itemInterface:
             guard let item = SecretPaths.Item(path: path) else { return .failure(Self.noSuchObject(path)) }
@@ -36,14 +36,10 @@ extension SecretServiceProvider {
             guard a.count == 2, let algorithm = a[0].string else { return .failure(Self.badArguments(call)) }
             return await sessions.open(algorithm: algorithm, input: a[1], for: client).map { [.variant($0.0), .objectPath($0.1)] }
         case "CreateCollection":
-            guard a.count == 2, let alias = a[1].string else { return .failure(Self.badArguments(call)) }
-            switch alias {
-            case "default": return .success([.objectPath(SecretPaths.vault), .objectPath(SecretPaths.none)])
-            case "session": return .success([.objectPath(SecretPaths.session), .objectPath(SecretPaths.none)])
-            default:
-                return .failure(DBusError(name: SecretError.notSupported,
-                                          "Touchstone keeps two collections: the vault (alias default) and the session collection (alias session); store items in one of them"))
-            }
+            guard a.count == 2, let properties = a[0].variantDictionary, let alias = a[1].string else { return .failure(Self.badArguments(call)) }
+            let label = properties[Self.collectionLabelProperty].map { $0.string } ?? ""
+            guard let label else { return .failure(DBusError(name: SecretError.invalidArgs, "\(Self.collectionLabelProperty) is an s")) }
+            return await createCollection(label: label, alias: alias)
         case "SearchItems":
             guard a.count == 1, let query = a[0].stringDictionary else { return .failure(Self.badArguments(call)) }
             return await search(query, for: client).map { found in
@@ -69,24 +65,23 @@ extension SecretServiceProvider {
             return .success([.dictionary(key: "o", value: "(oayays)", entries)])
         case "ReadAlias":
             guard a.count == 1, let name = a[0].string else { return .failure(Self.badArguments(call)) }
-            let path = SecretPaths.collection(SecretPaths.aliases + name) ?? SecretPaths.none
-            return .success([.objectPath(path)])
+            return readAlias(name)
         case "SetAlias":
             guard a.count == 2, let name = a[0].string, let path = a[1].objectPath else { return .failure(Self.badArguments(call)) }
-            if SecretPaths.collection(SecretPaths.aliases + name) == path { return .success([]) }
-            return .failure(DBusError(name: SecretError.notSupported, "the aliases are fixed: default is the vault, session the session collection"))
+            return await setAlias(name, to: path)
         default:
             return .failure(DBusError(name: SecretError.unknownMethod, "no method \(call.method)"))
         }
     }
 
-    /// Items matching `query` in both collections, split by whether they
+    /// Items matching `query` in every collection, split by whether they
     /// are locked for `client`.
     func search(_ query: [String: String], for client: String) async -> Result<(unlocked: [String], locked: [String]), DBusError> {
+        guard query[CollectionBook.attribute] == nil else { return .success(([], [])) }
         do throws(KeychainError) {
             var unlocked: [String] = [], locked: [String] = []
             for item in try await keychain.items(matching: query) {
-                let path = SecretPaths.Item.vault(item.reference).path
+                let path = Self.path(of: item).path
                 if isLocked(item, for: client) { locked.append(path) } else { unlocked.append(path) }
             }
             unlocked += memoryItems(matching: query).map { SecretPaths.Item.session($0).path }
@@ -104,13 +99,20 @@ extension SecretServiceProvider {
 
     /// Unlock: what is open already, and a prompt for the rest.
     private func unlock(_ objects: [String], for client: String) async -> Answer {
-        var unlocked: [String] = [], pending: [(ItemReference, String)] = []
+        var unlocked: [String] = [], pending: [(ItemReference, String)] = [], collections: [String] = []
         for path in objects.prefix(Self.maximumObjects) {
-            if SecretPaths.collection(path) != nil { unlocked.append(path); continue }
+            if let id = collectionID(forPath: path) {
+                // A collection locked as a whole asks for the person; its
+                // gated items stay locked until they are unlocked themselves.
+                if isCollectionLocked(id) { if !collections.contains(id) { collections.append(id) } } else { unlocked.append(path) }
+                continue
+            }
             switch SecretPaths.Item(path: path) {
             case .session?: unlocked.append(path)
-            case .vault(let reference)?:
-                guard let item = try? await keychain.item(reference) else { continue }
+            case .vault(let reference, let collection)?:
+                guard case .success(let item) = await resolve(reference, in: collection) else { continue }
+                // An item of a collection locked as a whole unlocks its collection too.
+                if isCollectionLocked(collection), !collections.contains(collection) { collections.append(collection) }
                 if isLocked(item, for: client) {
                     // Named once, however often the call names it.
                     guard !pending.contains(where: { $0.0 == reference }) else { continue }
@@ -122,24 +124,33 @@ extension SecretServiceProvider {
             case nil: continue
             }
         }
-        if pending.isEmpty { return .success([.array(element: "o", unlocked.map { .objectPath($0) }), .objectPath(SecretPaths.none)]) }
-        return await makePrompt(for: client, items: pending).map { prompt in
+        if pending.isEmpty && collections.isEmpty {
+            return .success([.array(element: "o", unlocked.map { .objectPath($0) }), .objectPath(SecretPaths.none)])
+        }
+        return await makePrompt(for: client, items: pending, collections: collections).map { prompt in
             [.array(element: "o", unlocked.map { .objectPath($0) }), .objectPath(prompt)]
         }
     }
 
-    /// Lock: the client's unlocks of these items (of all its items, for a
-    /// collection) end; the gated items named are reported locked.
+    /// Lock: of a collection, the collection as a whole (for every client,
+    /// until an Unlock's prompt) and the client's unlocks of its items; of
+    /// an item, the client's unlocks of it. What is locked is reported.
     private func lock(_ objects: [String], for client: String) async -> Answer {
         var locked: [String] = []
         for path in objects.prefix(Self.maximumObjects) {
-            if SecretPaths.collection(path) == SecretPaths.vault {
-                state.withLock { $0.unlocks[client] = nil }
+            if let id = collectionID(forPath: path) {
+                guard id != CollectionBook.session else { continue }
+                lockCollection(id)
+                if let items = try? await vaultItems(in: id, matching: [:]) {
+                    for item in items { forget(item.reference, for: client) }
+                }
+                locked.append(path)
                 continue
             }
-            guard case .vault(let reference)? = SecretPaths.Item(path: path) else { continue }
+            guard case .vault(let reference, let collection)? = SecretPaths.Item(path: path),
+                  case .success = await resolve(reference, in: collection) else { continue }
             forget(reference, for: client)
-            if let item = try? await keychain.item(reference), isLocked(item, for: client) { locked.append(path) }
+            if case .success(let item) = await resolve(reference, in: collection), isLocked(item, for: client) { locked.append(path) }
         }
         return .success([.array(element: "o", locked.map { .objectPath($0) }), .objectPath(SecretPaths.none)])
     }
@@ -151,7 +162,11 @@ extension SecretServiceProvider {
         case .session(let id):
             guard let memory = state.withLock({ $0.memory[id] }) else { return .failure(Self.noSuchObject(item.path)) }
             return .success((memory.secret, memory.contentType))
-        case .vault(let reference):
+        case .vault(let reference, let collection):
+            if isCollectionLocked(collection) {
+                return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked with its collection: Unlock the collection"))
+            }
+            if case .failure(let error) = await resolve(reference, in: collection) { return .failure(error) }
             do throws(KeychainError) {
                 // One read for an item that needs nothing; one that needs
                 // authentication opens only with this client's unlock.
@@ -176,11 +191,12 @@ extension SecretServiceProvider {
         switch call.method {
         case "SearchItems":
             guard a.count == 1, let query = a[0].stringDictionary else { return .failure(Self.badArguments(call)) }
-            if collection == SecretPaths.session {
+            if collection == CollectionBook.session {
                 return .success([.array(element: "o", memoryItems(matching: query).map { .objectPath(SecretPaths.Item.session($0).path) })])
             }
+            guard query[CollectionBook.attribute] == nil else { return .success([.array(element: "o", [])]) }
             do throws(KeychainError) {
-                let found = try await keychain.items(matching: query).map { DBusValue.objectPath(SecretPaths.Item.vault($0.reference).path) }
+                let found = try await vaultItems(in: collection, matching: query).map { DBusValue.objectPath(Self.path(of: $0).path) }
                 return .success([.array(element: "o", found)])
             } catch {
                 return .failure(Self.dbusError(error))
@@ -204,15 +220,7 @@ extension SecretServiceProvider {
             }
             return await create(in: collection, attributes: attributes, label: label, secret: secret, contentType: type, replace: replace)
         case "Delete":
-            guard collection == SecretPaths.session else {
-                return .failure(DBusError(name: SecretError.notSupported, "the default collection is the vault: delete its items instead"))
-            }
-            let ids = state.withLock { state in
-                defer { state.memory = [:] }
-                return Array(state.memory.keys)
-            }
-            for id in ids.sorted() { itemDeleted(.session(id)) }
-            return .success([.objectPath(SecretPaths.none)])
+            return await deleteCollection(collection)
         default:
             return .failure(DBusError(name: SecretError.unknownMethod, "no method \(call.method)"))
         }
@@ -221,7 +229,7 @@ extension SecretServiceProvider {
     private func create(in collection: String, attributes: [String: String], label: String, secret: SecureBytes,
                         contentType: String, replace: Bool) async -> Answer {
         let type = contentType.isEmpty ? "text/plain" : contentType
-        if collection == SecretPaths.session {
+        if collection == CollectionBook.session {
             let (id, replaced) = state.withLock { state -> (Int64, [Int64]) in
                 let replaced = replace ? state.memory.filter { $0.value.attributes == attributes }.map(\.key) : []
                 for old in replaced { state.memory[old] = nil }
@@ -235,16 +243,24 @@ extension SecretServiceProvider {
             itemCreated(.session(id))
             return .success([.objectPath(SecretPaths.Item.session(id).path), .objectPath(SecretPaths.none)])
         }
+        if isCollectionLocked(collection) {
+            return .failure(DBusError(name: SecretError.isLocked, "the collection is locked: Unlock it first"))
+        }
+        let stored: [String: String]
+        switch Self.storedAttributes(attributes, in: collection) {
+        case .success(let set): stored = set
+        case .failure(let error): return .failure(error)
+        }
         do throws(KeychainError) {
-            guard attributes.count <= Keychain.maximumAttributeCount else {
-                throw .invalidItem("an item has at most \(Keychain.maximumAttributeCount) attributes, not \(attributes.count)")
+            guard attributes.count <= Keychain.maximumAttributeCount - 1 else {
+                throw .invalidItem("an item has at most \(Keychain.maximumAttributeCount - 1) attributes, not \(attributes.count)")
             }
-            let (reference, replaced) = try await keychain.add(secret, attributes: attributes, label: label,
+            let (reference, replaced) = try await keychain.add(secret, attributes: stored, label: label,
                                                                contentType: type == "text/plain" ? nil : type,
                                                                access: access, replace: replace)
-            for old in replaced { itemDeleted(.vault(old)) }
-            itemCreated(.vault(reference))
-            return .success([.objectPath(SecretPaths.Item.vault(reference).path), .objectPath(SecretPaths.none)])
+            for old in replaced { itemDeleted(.vault(old, collection: collection)) }
+            itemCreated(.vault(reference, collection: collection))
+            return .success([.objectPath(SecretPaths.Item.vault(reference, collection: collection).path), .objectPath(SecretPaths.none)])
         } catch {
             return .failure(Self.dbusError(error))
         }
@@ -275,7 +291,8 @@ extension SecretServiceProvider {
             switch item {
             case .session(let id):
                 guard state.withLock({ $0.memory.removeValue(forKey: id) }) != nil else { return .failure(Self.noSuchObject(item.path)) }
-            case .vault(let reference):
+            case .vault(let reference, let collection):
+                if case .failure(let error) = await resolve(reference, in: collection) { return .failure(error) }
                 do throws(KeychainError) {
                     try await keychain.delete(reference)
                 } catch {
@@ -307,11 +324,22 @@ extension SecretServiceProvider {
                 return true
             }
             guard found else { return .failure(Self.noSuchObject(item.path)) }
-        case .vault(let reference):
-            do throws(KeychainError) {
-                if let attributes, attributes.count > Keychain.maximumAttributeCount {
-                    throw .invalidItem("an item has at most \(Keychain.maximumAttributeCount) attributes, not \(attributes.count)")
+        case .vault(let reference, let collection):
+            if isCollectionLocked(collection) {
+                return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked with its collection: Unlock the collection"))
+            }
+            if case .failure(let error) = await resolve(reference, in: collection) { return .failure(error) }
+            var attributes = attributes
+            if let set = attributes {
+                guard set.count < Keychain.maximumAttributeCount else {
+                    return .failure(Self.dbusError(.invalidItem("an item has at most \(Keychain.maximumAttributeCount - 1) attributes, not \(set.count)")))
                 }
+                switch Self.storedAttributes(set, in: collection) {
+                case .success(let stored): attributes = stored
+                case .failure(let error): return .failure(error)
+                }
+            }
+            do throws(KeychainError) {
                 // A new secret or name of a gated item needs this client's
                 // unlock: without one, the context allows no interaction and
                 // the update is refused (IsLocked below), before any change.
@@ -347,12 +375,7 @@ extension SecretServiceProvider {
     func itemChanged(_ item: SecretPaths.Item) { collectionSignal("ItemChanged", item) }
 
     private func collectionSignal(_ name: String, _ item: SecretPaths.Item) {
-        let collection: String
-        switch item {
-        case .vault: collection = SecretPaths.vault
-        case .session: collection = SecretPaths.session
-        }
-        bus.emit(path: collection, interface: Self.collectionInterface, name: name, [.objectPath(item.path)])
+        bus.emit(path: SecretPaths.collection(id: item.collection), interface: Self.collectionInterface, name: name, [.objectPath(item.path)])
     }
 
     static func badArguments(_ call: DBusCall) -> DBusError {

@@ -15,15 +15,17 @@ extension SecretServiceProvider {
         /// The client that may run it (the one that called Unlock).
         let owner: String
         let items: [(reference: ItemReference, label: String)]
+        /// Collections locked as a whole that it unlocks (their ids).
+        var collections: [String] = []
         var registration: [UInt32] = []
         var task: Task<Void, Never>?
     }
 
-    func makePrompt(for client: String, items: [(ItemReference, String)]) async -> Result<String, DBusError> {
+    func makePrompt(for client: String, items: [(ItemReference, String)], collections: [String] = []) async -> Result<String, DBusError> {
         let path = state.withLock { state -> String in
             defer { state.nextPrompt += 1 }
             let path = SecretPaths.prompts + String(state.nextPrompt)
-            state.prompts[path] = PendingPrompt(path: path, owner: client, items: items.map { ($0.0, $0.1) })
+            state.prompts[path] = PendingPrompt(path: path, owner: client, items: items.map { ($0.0, $0.1) }, collections: collections)
             return path
         }
         do {
@@ -59,7 +61,7 @@ extension SecretServiceProvider {
             return .success([])
         case "Dismiss":
             let task = state.withLock { $0.prompts[path]?.task }
-            if let task { task.cancel() } else { await complete(prompt, unlocked: nil) }
+            if let task { task.cancel() } else { await complete(prompt, unlocked: nil, collections: []) }
             return .success([])
         default:
             return .failure(DBusError(name: SecretError.unknownMethod, "no method \(call.method)"))
@@ -76,11 +78,25 @@ extension SecretServiceProvider {
     private func run(_ prompt: PendingPrompt, program: String) async {
         let context = device.makeContext()
         context.allowableReuseDuration = Self.unlockDuration
-        let summary = "\(program) asks for \(PromptWording.items(prompt.items.map(\.label)))"
+        let summary = Self.summary(program: program, items: prompt.items.map(\.label),
+                                   collections: state.withLock { state in prompt.collections.map { state.book.records[$0]?.label ?? $0 } })
         context.interaction = PromptInteraction(prompter: prompter, notifier: notifier, summary: summary)
         var opened: [ItemReference] = [], openedLabels: [String] = []
         var authenticated: Date?
-        for (reference, label) in prompt.items {
+        var unlockedCollections: [String] = []
+        if !prompt.collections.isEmpty {
+            // The person, as deviceOwnerAuthentication asks (a touch, or the passcode).
+            do {
+                try await context.evaluate(.deviceOwnerAuthentication, reason: summary)
+                authenticated = Self.clock()
+                unlockCollections(prompt.collections)
+                unlockedCollections = prompt.collections
+                prompter.log("\(program) (\(prompt.owner)) unlocked the collection \(PromptWording.items(prompt.collections))")
+            } catch {
+                prompter.log("\(program) (\(prompt.owner)) did not unlock the collection \(PromptWording.items(prompt.collections)): \(error)")
+            }
+        }
+        for (reference, label) in prompt.items where unlockedCollections.count == prompt.collections.count {
             if Task.isCancelled { break }
             do {
                 _ = try await keychain.get(reference, context: context, reason: summary)
@@ -95,8 +111,8 @@ extension SecretServiceProvider {
         // The reader goes back (fprintd or another program may want it).
         if state.withLock({ $0.prompts.values.filter { $0.task != nil }.count }) <= 1 { await device.close() }
         context.interactionNotAllowed = true
-        let unlocked = Task.isCancelled || opened.isEmpty ? nil : opened
-        if let unlocked, let authenticated {
+        let unlocked = Task.isCancelled || (opened.isEmpty && unlockedCollections.isEmpty) ? nil : opened
+        if let unlocked, !unlocked.isEmpty, let authenticated {
             prompter.log("\(program) (\(prompt.owner)) unlocked \(PromptWording.items(openedLabels))")
             let unlock = Unlock(context: context, items: Set(unlocked), until: authenticated.addingTimeInterval(Self.unlockDuration))
             state.withLock { state in
@@ -105,13 +121,25 @@ extension SecretServiceProvider {
                 state.unlocks[prompt.owner] = Array(unlocks.suffix(Self.maximumUnlocks))
             }
         }
-        await complete(prompt, unlocked: unlocked)
+        await complete(prompt, unlocked: unlocked, collections: unlockedCollections)
+    }
+
+    /// A prompt's words: the program, then the collections it unlocks and
+    /// the items it opens (`PromptWording.items` for each).
+    static func summary(program: String, items: [String], collections: [String]) -> String {
+        var parts: [String] = []
+        if !collections.isEmpty { parts.append("the collection \(PromptWording.items(collections))") }
+        if !items.isEmpty { parts.append(PromptWording.items(items)) }
+        return "\(program) asks for \(parts.joined(separator: " and "))"
     }
 
     /// Emits Completed (dismissed when nothing opened) and takes the prompt down.
-    private func complete(_ prompt: PendingPrompt, unlocked: [ItemReference]?) async {
+    private func complete(_ prompt: PendingPrompt, unlocked: [ItemReference]?, collections: [String]) async {
         guard let registration = state.withLock({ $0.prompts.removeValue(forKey: prompt.path)?.registration }) else { return }
-        let paths = (unlocked ?? []).map { DBusValue.objectPath(SecretPaths.Item.vault($0).path) }
+        var paths = collections.map { DBusValue.objectPath(SecretPaths.collection(id: $0)) }
+        for reference in unlocked ?? [] {
+            if let item = try? await keychain.item(reference) { paths.append(.objectPath(Self.path(of: item).path)) }
+        }
         bus.emit(path: prompt.path, interface: Self.promptInterface, name: "Completed",
                  [.bool(unlocked == nil), .variant(.array(element: "o", paths))])
         await bus.unexport(registration)

@@ -23,6 +23,10 @@ extension SecretServiceProvider {
             guard a.count == 3, let interface = a[0].string, let name = a[1].string, case .variant(let value) = a[2] else {
                 return .failure(Self.badArguments(call))
             }
+            if interface == Self.collectionInterface, name == "Label", let id = collectionID(forPath: call.objectPath) {
+                guard let label = value.string else { return .failure(DBusError(name: SecretError.invalidArgs, "Label is an s")) }
+                return setCollectionLabel(label, of: id)
+            }
             guard interface == Self.itemInterface, let item = SecretPaths.Item(path: call.objectPath) else {
                 return .failure(DBusError(name: SecretError.readOnly, "\(name) is read-only"))
             }
@@ -45,10 +49,11 @@ extension SecretServiceProvider {
     private func all(_ interface: String, at path: String, for client: String) async -> Result<[(String, DBusValue)], DBusError> {
         switch interface {
         case Self.serviceInterface where path == SecretPaths.service:
-            return .success([("Collections", .array(element: "o", [.objectPath(SecretPaths.vault), .objectPath(SecretPaths.session)]))])
+            let ids = state.withLock { $0.book.ids }
+            return .success([("Collections", .array(element: "o", ids.map { .objectPath(SecretPaths.collection(id: $0)) }))])
         case Self.collectionInterface:
-            guard let collection = SecretPaths.collection(path) else { return .failure(Self.noSuchObject(path)) }
-            return await collectionProperties(collection)
+            guard let collection = collectionID(forPath: path) else { return .failure(Self.noSuchObject(path)) }
+            return await collectionProperties(collection, for: client)
         case Self.itemInterface:
             guard let item = SecretPaths.Item(path: path) else { return .failure(Self.noSuchObject(path)) }
             return await itemProperties(item, for: client)
@@ -59,26 +64,6 @@ extension SecretServiceProvider {
         }
     }
 
-    private func collectionProperties(_ collection: String) async -> Result<[(String, DBusValue)], DBusError> {
-        let started = UInt64(max(0, self.started.timeIntervalSince1970))
-        if collection == SecretPaths.session {
-            let ids = memoryItems(matching: [:])
-            return .success([("Items", .array(element: "o", ids.map { .objectPath(SecretPaths.Item.session($0).path) })),
-                             ("Label", .string("Session")), ("Locked", .bool(false)),
-                             ("Created", .uint64(started)), ("Modified", .uint64(started))])
-        }
-        do throws(KeychainError) {
-            let items = try await keychain.items(matching: [:])
-            let modified = items.compactMap { $0.item.attributes?.modified.timeIntervalSince1970 }.max() ?? 0
-            let created = items.compactMap { $0.item.attributes?.created.timeIntervalSince1970 }.min() ?? 0
-            return .success([("Items", .array(element: "o", items.map { .objectPath(SecretPaths.Item.vault($0.reference).path) })),
-                             ("Label", .string("Touchstone")), ("Locked", .bool(false)),
-                             ("Created", .uint64(UInt64(max(0, created)))), ("Modified", .uint64(UInt64(max(0, modified))))])
-        } catch {
-            return .failure(Self.dbusError(error))
-        }
-    }
-
     private func itemProperties(_ item: SecretPaths.Item, for client: String) async -> Result<[(String, DBusValue)], DBusError> {
         func seconds(_ date: Date) -> DBusValue { .uint64(UInt64(max(0, date.timeIntervalSince1970))) }
         switch item {
@@ -86,15 +71,19 @@ extension SecretServiceProvider {
             guard let memory = state.withLock({ $0.memory[id] }) else { return .failure(Self.noSuchObject(item.path)) }
             return .success([("Locked", .bool(false)), ("Attributes", .strings(memory.attributes)), ("Label", .string(memory.label)),
                              ("Type", .string(memory.contentType)), ("Created", seconds(memory.created)), ("Modified", seconds(memory.modified))])
-        case .vault(let reference):
+        case .vault(let reference, let collection):
             do throws(KeychainError) {
-                let found = try await keychain.item(reference)
+                let found: ReferencedItem
+                switch await resolve(reference, in: collection) {
+                case .success(let item): found = item
+                case .failure(let error): return .failure(error)
+                }
                 guard let attributes = found.item.attributes else {
                     return .success([("Locked", .bool(true)), ("Attributes", .strings([:])), ("Label", .string("")),
                                      ("Type", .string("text/plain")), ("Created", .uint64(0)), ("Modified", .uint64(0))])
                 }
                 return .success([("Locked", .bool(isLocked(found, for: client))),
-                                 ("Attributes", .strings(attributes.effectiveSearchAttributes)),
+                                 ("Attributes", .strings(Self.clientAttributes(attributes))),
                                  ("Label", .string(attributes.label ?? "")), ("Type", .string(attributes.contentType ?? "text/plain")),
                                  ("Created", seconds(attributes.created)), ("Modified", seconds(attributes.modified))])
             } catch {

@@ -79,16 +79,28 @@ package final class SecretServiceProvider: Sendable {
         var nextMemory: Int64 = 1
         var prompts: [String: PendingPrompt] = [:]
         var nextPrompt: UInt64 = 1
+        /// The service object's registration.
         var registrations: [UInt32] = []
+        /// The collections, their labels and aliases, and which are locked.
+        var book: CollectionBook
+        /// Each collection's subtree, each alias's object.
+        var collectionRegistrations: [String: [UInt32]] = [:]
+        var aliasRegistrations: [String: [UInt32]] = [:]
     }
 
-    let state = Locked(State())
+    let state: Locked<State>
+    /// Where the collection book is kept: `secret-service` in the state folder.
+    let bookFolder: String
 
     package init(bus: DBusBus, device: TouchstoneDevice, access: AccessControl, prompter: Prompter) async throws {
         self.bus = bus
         self.device = device
         self.access = access
         self.prompter = prompter
+        bookFolder = device.configuration.home.path + "/secret-service"
+        let (book, problem) = CollectionBook.load(from: bookFolder, now: Date())
+        if let problem { prompter.log(problem) }
+        state = Locked(State(book: book))
         notifier = DesktopNotifications(bus: bus, log: prompter.log)
         sessions = try await Sessions(bus: bus)
         try await bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus", member: "NameOwnerChanged",
@@ -110,15 +122,12 @@ package final class SecretServiceProvider: Sendable {
     /// `replace`). `lost`: the name was taken away later.
     package func start(replace: Bool, lost: @escaping @Sendable () -> Void) async throws -> Start {
         let object = ProviderObject(self)
-        var ids = try await bus.export(object, at: SecretPaths.service, introspection: Introspection.service)
-        for path in [SecretPaths.vault, SecretPaths.session] {
-            ids += try await bus.exportSubtree(object, at: path, root: Introspection.collection, children: Introspection.item)
-        }
-        for name in ["default", "session"] {
-            ids += try await bus.export(object, at: SecretPaths.aliases + name, introspection: Introspection.collection)
-        }
-        let registered = ids
-        state.withLock { $0.registrations = registered }
+        let ids = try await bus.export(object, at: SecretPaths.service, introspection: Introspection.service)
+        state.withLock { $0.registrations = ids }
+        await adoptCollectionsOfItems()
+        let (collections, aliases) = state.withLock { ($0.book.ids, Array($0.book.aliases.keys)) }
+        for id in collections { try await exportCollection(id) }
+        for alias in aliases { try await exportAlias(alias) }
         switch try await bus.requestName(Self.busName, replace: replace, lost: lost) {
         case .owned:
             return .serving
@@ -134,8 +143,14 @@ package final class SecretServiceProvider: Sendable {
     /// Takes every object down and dismisses the prompts.
     package func stop() async {
         let (ids, prompts) = state.withLock { state in
-            defer { state.registrations = []; state.unlocks = [:] }
-            return (state.registrations, Array(state.prompts.values))
+            defer {
+                state.registrations = []
+                state.collectionRegistrations = [:]
+                state.aliasRegistrations = [:]
+                state.unlocks = [:]
+            }
+            let all = state.registrations + state.collectionRegistrations.values.flatMap { $0 } + state.aliasRegistrations.values.flatMap { $0 }
+            return (all, Array(state.prompts.values))
         }
         for prompt in prompts { prompt.task?.cancel() }
         await bus.unexport(ids)
@@ -197,6 +212,7 @@ package final class SecretServiceProvider: Sendable {
     /// unlocked it.
     func isLocked(_ item: ReferencedItem, for client: String) -> Bool {
         guard let attributes = item.item.attributes, item.item.state == .ok else { return true }
+        if state.withLock({ $0.book.locked.contains(Self.collection(of: item)) }) { return true }
         if attributes.access.flags.isEmpty { return false }
         return unlock(of: client, for: item.reference) == nil
     }

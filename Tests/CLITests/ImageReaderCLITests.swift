@@ -14,6 +14,7 @@ struct ImageReaderCLITests {
     /// A sandbox whose simulator has the image reader; `daemon`: with its touchstoned.
     static func sandbox(daemon: Bool = false) throws -> CLISandbox {
         let sandbox = try CLISandbox(startSimulator: false)
+        sandbox.extraEnvironment["TOUCHSTONE_TIMEOUT"] = CLISandbox.imageTouchTimeout
         let started = sandbox.run(["sim", "start", "--reader-kind", "image"] + (daemon ? ["--daemon"] : []))
         guard started.code == 0 else { throw RigFailure("sim start --reader-kind image: \(started.stderr)") }
         return sandbox
@@ -187,6 +188,12 @@ struct ImageReaderCLITests {
 }
 
 extension CLISandbox {
+    /// How long the image reader's tests wait for a touch (`--timeout`):
+    /// a finger's first impression grows its master print (seconds in a
+    /// debug build, more on a machine busy with the whole suite), and what
+    /// these tests check is the match, never the timeout.
+    static let imageTouchTimeout = "600"
+
     /// Runs a command that waits for touches: the first of `ids` once it
     /// asks for a touch, each next one once it asks again (after a match);
     /// returns its result when it ends.
@@ -212,7 +219,8 @@ extension CLISandbox {
     /// previous one's progress (the image pipeline takes the next image
     /// only after it dealt with the last).
     func enrollImages(_ finger: String, as id: String) -> CLIResult {
-        guard let enrolling = try? start(["--sim", "enroll", finger, "--passcode-fd", "0"], stdin: Self.line(Self.passcode)) else {
+        guard let enrolling = try? start(["--sim", "--timeout", Self.imageTouchTimeout, "enroll", finger, "--passcode-fd", "0"],
+                                         stdin: Self.line(Self.passcode)) else {
             return CLIResult(code: -1, stdout: [], stderr: "cannot start enroll")
         }
         /// Lines of progress so far: stages ("Touch N of M") and retry hints.
@@ -235,6 +243,7 @@ struct ImageReaderSecretServiceTests {
     @Test("the Secret Service provider on the image reader: secret-tool's lookup of a gated item waits for a touch, and an impression of the enrolled finger opens it; a stranger's impression opens nothing")
     func secretServiceProvider() async throws {
         try await SecretServiceRig.with() { rig in
+            rig.sandbox.extraEnvironment["TOUCHSTONE_TIMEOUT"] = CLISandbox.imageTouchTimeout
             #expect(await rig.cli(["sim", "start", "--reader-kind", "image"]).code == 0)
             #expect(await rig.setPasscode().code == 0)
             let enrolled = try await offPool { rig.sandbox.enrollImages("right-index-finger", as: "alice") }

@@ -30,6 +30,7 @@ final class SSHAgentRig {
             guard enrolled.code == 0 else { throw RigFailure("enroll failed: \(enrolled.stderr)") }
         }
         sandbox.extraEnvironment = ["SSH_AUTH_SOCK": socket, "HOME": sandbox.scratch]
+        if imageReader { sandbox.extraEnvironment["TOUCHSTONE_TIMEOUT"] = CLISandbox.imageTouchTimeout }
     }
 
     /// `ssh-key create NAME --access ACCESS`: the public key line.
