@@ -26,12 +26,17 @@ extension Keychain {
     /// service and an account the items of that name, go in the same
     /// step; otherwise the new item goes beside them. Returns the new
     /// item's reference and the replaced ones. The secret may be empty.
+    /// `created` and `modified`: the item's times, when it comes from
+    /// elsewhere (an import); now when not given.
     public func add(_ secret: some ContiguousBytes, attributes: [String: String], label: String? = nil,
                     contentType: String? = nil, access: AccessControl = .userPresence, replace: Bool = false,
-                    accessibility: Accessibility = .whenUnlockedThisDeviceOnly) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference]) {
+                    accessibility: Accessibility = .whenUnlockedThisDeviceOnly, created: Date? = nil,
+                    modified: Date? = nil) async throws(KeychainError) -> (ItemReference, replaced: [ItemReference]) {
+        let now = Date()
         let item = ItemAttributes(service: attributes["service"] ?? attributes["xdg:schema"] ?? "secret-service",
                                   account: attributes["account"] ?? Self.ownAccount(),
                                   label: label, access: access, accessibility: accessibility,
+                                  created: created ?? now, modified: modified ?? created ?? now,
                                   searchAttributes: attributes, contentType: contentType)
         let copy = SecureBytes.wiping(secret)
         return try await engine.operation { () async throws(KeychainError) in

@@ -57,6 +57,7 @@ enum CommandRunner {
         case .sim(let sim): try await session.simulator(sim)
         case .demo: throw CLIFailure(.failure, "demo runs on its own")
         case .importVault(let remove): try await session.importVault(remove: remove)
+        case .importSecretService(let access, let dryRun): try await session.importSecretService(access: access, dryRun: dryRun)
         case .secretService(let replace, let access): try await session.secretService(replace: replace, access: access)
         case .sshKey(let action): try await session.sshKey(action)
         case .sshAgent(let socket): try await session.sshAgent(socket: socket)

@@ -36,8 +36,12 @@ extension Session {
             switch try await provider.start(replace: replace, lost: { end.yield("another provider took org.freedesktop.secrets over") }) {
             case .taken(let owner):
                 await provider.stop()
-                throw CLIFailure(.failure, "org.freedesktop.secrets is owned by \(owner)",
-                                 hint: "stop it, or take the name over with --replace")
+                guard replace else {
+                    throw CLIFailure(.failure, "org.freedesktop.secrets is owned by \(owner)",
+                                     hint: "stop it, or take the name over with --replace")
+                }
+                throw CLIFailure(.failure, "org.freedesktop.secrets is owned by \(owner), which does not let its name be taken over",
+                                 hint: "stop it first (gnome-keyring: end gnome-keyring-daemon, or keep it from starting with scripts/install-secret-service --replace-gnome-keyring)")
             case .serving:
                 prompter.log("serving org.freedesktop.secrets (items that clients create: access \(access))")
             }
@@ -48,6 +52,61 @@ extension Session {
             }
             await provider.stop()
             prompter.log(why ?? "stopped")
+        }
+    }
+}
+
+extension Session {
+    /// `import --from-secret-service [--access SPEC] [--dry-run]`: every
+    /// item of the Secret Service on the session bus into this vault
+    /// (`SecretServiceImport`). Exit 0 only when no item failed.
+    func importSecretService(access: AccessControl, dryRun: Bool) async throws {
+        let bus: DBusBus
+        do {
+            bus = try await DBusBus()
+        } catch {
+            throw CLIFailure(.failure, "cannot connect to the session bus: \(error)",
+                             hint: "run it in the desktop session whose keyring you move from, or with DBUS_SESSION_BUS_ADDRESS set")
+        }
+        do {
+            try await importing(on: bus, access: access, dryRun: dryRun)
+        } catch {
+            await bus.close()
+            throw error
+        }
+        await bus.close()
+    }
+
+    private func importing(on bus: DBusBus, access: AccessControl, dryRun: Bool) async throws {
+        let source: SecretServiceSource
+        do {
+            source = try await SecretServiceSource(bus: bus)
+        } catch {
+            throw CLIFailure(.failure, error.description)
+        }
+        Output.progress("importing from \(source.ownerProgram ?? source.owner)" + (source.isEncrypted ? "" : " (a plain session: it offers no encrypted one)")
+                        + (dryRun ? "; a dry run: nothing is added" : ""))
+        let outcome = try await withDevice { device in
+            let run = SecretServiceImport(source: source, device: device, access: access, dryRun: dryRun,
+                                          unlockTimeout: .seconds(max(options.timeout.components.seconds, 300)),
+                                          log: { Output.progress($0) })
+            do {
+                return try await run.run()
+            } catch {
+                throw CLIFailure(.failure, "the import stopped: \(error)", hint: "nothing already added was lost; run it again to go on")
+            }
+        }
+        if options.json {
+            try Output.json(outcome)
+        } else {
+            for entry in outcome.skipped { Output.result("skipped: \(entry.collection) / \(entry.label): \(entry.why)") }
+            for entry in outcome.failed { Output.result("failed: \(entry.collection) / \(entry.label): \(entry.why)") }
+            for made in outcome.collectionsMade { Output.result("collection made: \(made)") }
+            if let alias = outcome.defaultAlias { Output.result("the alias default now names \(alias), as in the source") }
+            Output.result("found \(outcome.found), \(dryRun ? "would add" : "added") \(outcome.added), skipped \(outcome.skipped.count), failed \(outcome.failed.count)")
+        }
+        if !outcome.failed.isEmpty {
+            throw CLIFailure(.failure, "\(outcome.failed.count) item\(outcome.failed.count == 1 ? "" : "s") could not be imported (listed above)")
         }
     }
 }

@@ -36,6 +36,8 @@ public enum Command: Sendable, Hashable {
     /// `import [--remove]`: move the embedded vault of the state folder into
     /// the daemon.
     case importVault(remove: Bool)
+    /// `import --from-secret-service [--access SPEC] [--dry-run]`.
+    case importSecretService(access: AccessControl, dryRun: Bool)
     /// `secret-service [--replace] [--access SPEC]`: the Secret Service
     /// provider; `access`: what items that clients create get.
     case secretService(replace: Bool, access: AccessControl)
@@ -131,7 +133,7 @@ public enum Command: Sendable, Hashable {
             case .print: "sim print"
             }
         case .demo: "demo"
-        case .importVault: "import"
+        case .importVault, .importSecretService: "import"
         case .secretService: "secret-service"
         case .sshKey(.create): "ssh-key create"
         case .sshKey(.list): "ssh-key list"

@@ -57,17 +57,38 @@ enum CommandTable {
 
     static let importVault = CommandDescription(
         name: "import",
-        abstract: "Move the embedded vault of the state folder into the daemon.",
+        abstract: "Move the embedded vault into the daemon, or every secret of another Secret Service into this vault.",
         discussion: """
-            Needs the vault's passcode, and a daemon (--daemon PATH, or its socket) \
-            that holds no vault for you yet. Moves the passcode, the enrolled \
-            fingers and every item that still opens, with its attributes and access \
-            control; items no way opens any more are listed and left. Then the \
-            embedded vault is made read-only (it still lists and opens with \
-            --embedded), or removed with --remove.
+            Without --from-secret-service: needs the vault's passcode, and a daemon \
+            (--daemon PATH, or its socket) that holds no vault for you yet. Moves the \
+            passcode, the enrolled fingers and every item that still opens, with its \
+            attributes and access control; items no way opens any more are listed and \
+            left. Then the embedded vault is made read-only (it still lists and opens \
+            with --embedded), or removed with --remove.
+
+            With --from-secret-service: reads every collection and item of the Secret \
+            Service running on the session bus (gnome-keyring, KeePassXC, ...; run it \
+            before 'touchstone secret-service --replace'), unlocking its locked \
+            collections through that provider's own prompt, and adds each item to a \
+            collection of the same name here with its label, attributes, secret, content \
+            type and times; the new items get --access (default none). Nothing in the \
+            source changes. Again, it adds nothing twice. It says how many items it \
+            found, added, skipped and failed (with why); exit 0 only when none failed. \
+            --dry-run reads everything and adds nothing. With --json: one object with \
+            found, added, skipped, failed, collectionsMade, defaultAlias and dryRun.
             """,
-        options: [Option.remove],
-        make: { invocation in .importVault(remove: invocation.flag(Option.remove)) })
+        options: [Option.remove, Option.fromSecretService, Option.importAccess, Option.dryRun],
+        make: { invocation throws(UsageError) in
+            guard invocation.flag(Option.fromSecretService) else {
+                if invocation.value(Option.importAccess) != nil || invocation.flag(Option.dryRun) {
+                    throw UsageError("--access and --dry-run go with --from-secret-service")
+                }
+                return .importVault(remove: invocation.flag(Option.remove))
+            }
+            if invocation.flag(Option.remove) { throw UsageError("--remove moves the embedded vault: not with --from-secret-service") }
+            return .importSecretService(access: try access(invocation, Option.importAccess) ?? AccessControl.none,
+                                        dryRun: invocation.flag(Option.dryRun))
+        })
 
     static let secretService = CommandDescription(
         name: "secret-service",
@@ -359,6 +380,9 @@ enum CommandTable {
         static let service = OptionDescription(names: ["--service"], valueName: "service", help: "Only the items of this service.")
         static let replace = OptionDescription(names: ["--replace"], help: "Take the name over from the program that owns it.")
         static let clientAccess = OptionDescription(names: ["--access"], valueName: "spec", help: "The access of items that clients create.", defaultValue: "none")
+        static let fromSecretService = OptionDescription(names: ["--from-secret-service"], help: "Import every item of the Secret Service on the session bus.")
+        static let importAccess = OptionDescription(names: ["--access"], valueName: "spec", help: "The access of the imported items.", defaultValue: "none")
+        static let dryRun = OptionDescription(names: ["--dry-run"], help: "Read everything, add nothing: say what an import would do.")
         static let remove = OptionDescription(names: ["--remove"], help: "Remove the embedded vault after the import, instead of leaving it read-only.")
         static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
         static let readerKind = OptionDescription(names: ["--reader-kind"], valueName: "kind", help: "The simulated reader: device, storage or image.", defaultValue: "device")

@@ -7,12 +7,12 @@ extension DBusBus {
     /// (g_dbus_connection_register_subtree; GDBus trees are flat). Nodes
     /// are not enumerated: the object tells a call for a node that is not
     /// there by its path. For a collection and its items, which come and go
-    /// with the vault's rows. Returns the registration id, for `unexport`.
+    /// with the vault's rows. Returns the registration, for `unexport`.
     @discardableResult
-    package func exportSubtree(_ object: any DBusObject, at path: String, root: String, children: String) async throws -> [UInt32] {
+    package func exportSubtree(_ object: any DBusObject, at path: String, root: String, children: String) async throws -> [DBusRegistration] {
         let box = ConnectionBox(connection)
         let methodsOnly = object.answersProperties
-        return try await thread.run { () throws(DBusError) -> [UInt32] in
+        return try await thread.run { () throws(DBusError) -> [DBusRegistration] in
             var error: UnsafeMutablePointer<GError>?
             guard let rootNode = g_dbus_node_info_new_for_xml(root, &error) else {
                 throw DBusError.taking(error, "the introspection data")
@@ -60,7 +60,7 @@ extension DBusBus {
                 throw DBusError.taking(error, "exporting the tree under \(path)")
             }
             _ = self.subtrees.withLock { $0.insert(id) }
-            return [id]
+            return [DBusRegistration(id: id, isSubtree: true)]
         }
     }
 

@@ -270,17 +270,17 @@ package final class DBusBus: @unchecked Sendable {
     /// D-Bus introspection document with one `<node>`). Introspect, Peer
     /// and Properties' Get, GetAll and Set come with GDBus (Set of a
     /// property the document marks writable reaches `setProperty`).
-    /// Returns the registration ids, for `unexport`.
+    /// Returns the registrations, for `unexport`.
     @discardableResult
-    package func export(_ object: any DBusObject, at path: String, introspection: String) async throws -> [UInt32] {
+    package func export(_ object: any DBusObject, at path: String, introspection: String) async throws -> [DBusRegistration] {
         let box = ConnectionBox(connection)
-        let ids = try await thread.run { () throws(DBusError) -> [UInt32] in
+        let ids = try await thread.run { () throws(DBusError) -> [DBusRegistration] in
             var error: UnsafeMutablePointer<GError>?
             guard let node = g_dbus_node_info_new_for_xml(introspection, &error) else {
                 throw DBusError.taking(error, "the introspection data")
             }
             defer { g_dbus_node_info_unref(node) }
-            var ids: [UInt32] = []
+            var ids: [DBusRegistration] = []
             var index = 0
             while let interface = node.pointee.interfaces?[index] {
                 index += 1
@@ -292,7 +292,7 @@ package final class DBusBus: @unchecked Sendable {
                     registration.release()
                     throw DBusError.taking(error, "exporting \(path)")
                 }
-                ids.append(id)
+                ids.append(DBusRegistration(id: id, isSubtree: false))
                 self.registrations.withLock { $0[id] = registration }
             }
             return ids
@@ -344,17 +344,20 @@ package final class DBusBus: @unchecked Sendable {
         return vtable
     }()
 
-    /// Takes down what `export` put up.
-    package func unexport(_ ids: [UInt32]) async {
+    /// Takes down what `export` or `exportSubtree` put up. GDBus numbers
+    /// objects and subtrees each from 1: a registration says which it is.
+    package func unexport(_ registrations: [DBusRegistration]) async {
         let box = ConnectionBox(connection)
         await thread.run {
-            for id in ids {
-                if self.subtrees.withLock({ $0.remove(id) }) != nil {
-                    _ = g_dbus_connection_unregister_subtree(box.connection, id)
+            for registration in registrations {
+                if registration.isSubtree {
+                    guard self.subtrees.withLock({ $0.remove(registration.id) }) != nil else { continue }
+                    _ = g_dbus_connection_unregister_subtree(box.connection, registration.id)
                     continue
                 }
-                _ = g_dbus_connection_unregister_object(box.connection, id)
-                self.registrations.withLock { $0.removeValue(forKey: id) }?.release()
+                guard let held = self.registrations.withLock({ $0.removeValue(forKey: registration.id) }) else { continue }
+                _ = g_dbus_connection_unregister_object(box.connection, registration.id)
+                held.release()
             }
         }
     }
@@ -425,4 +428,12 @@ package final class DBusBus: @unchecked Sendable {
         let connection: OpaquePointer
         init(_ connection: OpaquePointer) { self.connection = connection }
     }
+}
+
+/// One object or subtree put up on the bus (`DBusBus.export`,
+/// `exportSubtree`), for `unexport`: GDBus numbers the two kinds apart, so
+/// an id alone does not say which one it is.
+package struct DBusRegistration: Hashable, Sendable {
+    package let id: UInt32
+    package let isSubtree: Bool
 }

@@ -17,7 +17,7 @@ extension SecretServiceProvider {
         let items: [(reference: ItemReference, label: String)]
         /// Collections locked as a whole that it unlocks (their ids).
         var collections: [String] = []
-        var registration: [UInt32] = []
+        var registration: [DBusRegistration] = []
         var task: Task<Void, Never>?
     }
 

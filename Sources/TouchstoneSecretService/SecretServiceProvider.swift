@@ -80,12 +80,12 @@ package final class SecretServiceProvider: Sendable {
         var prompts: [String: PendingPrompt] = [:]
         var nextPrompt: UInt64 = 1
         /// The service object's registration.
-        var registrations: [UInt32] = []
+        var registrations: [DBusRegistration] = []
         /// The collections, their labels and aliases, and which are locked.
         var book: CollectionBook
         /// Each collection's subtree, each alias's object.
-        var collectionRegistrations: [String: [UInt32]] = [:]
-        var aliasRegistrations: [String: [UInt32]] = [:]
+        var collectionRegistrations: [String: [DBusRegistration]] = [:]
+        var aliasRegistrations: [String: [DBusRegistration]] = [:]
     }
 
     let state: Locked<State>

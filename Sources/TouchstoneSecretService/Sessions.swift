@@ -32,7 +32,7 @@ package final class Sessions: Sendable {
         let owner: String
         /// nil: plain.
         let key: TransferKey?
-        let registration: [UInt32]
+        let registration: [DBusRegistration]
     }
 
     private let bus: DBusBus

@@ -28,13 +28,41 @@ package struct TransferKey: Sendable {
     /// shared secret, the AES key. A public key that is empty, longer than
     /// the group, or not in 2...p-2 is refused.
     package init(peerPublicKey: [UInt8]) throws(Failure) {
-        guard !peerPublicKey.isEmpty, peerPublicKey.count <= Self.groupBytes else {
-            throw Failure("a public key of \(peerPublicKey.count) bytes (at most \(Self.groupBytes))")
+        let pair = try KeyPair()
+        self = try pair.agree(peerPublicKey: peerPublicKey)
+    }
+
+    private init(publicKey: [UInt8], key: SecureBytes) {
+        self.publicKey = publicKey
+        self.key = key
+    }
+
+    /// This side's key pair, made before the other side's public key is
+    /// known: a client sends its public key in OpenSession and gets the
+    /// provider's in the answer.
+    package final class KeyPair: @unchecked Sendable {
+        // @unchecked Sendable: the EVP_PKEY is only read after init.
+        /// `groupBytes`, big-endian.
+        package let publicKey: [UInt8]
+        private let pair: OpaquePointer
+
+        package init() throws(Failure) {
+            var ours: [UInt8] = []
+            pair = try TransferKey.generate(publicKey: &ours)
+            publicKey = ours
         }
-        var ours: [UInt8] = []
-        let secret = try Self.exchange(peerPublicKey, publicKey: &ours)
-        publicKey = ours
-        key = try Self.hkdf(secret)
+
+        deinit { EVP_PKEY_free(pair) }
+
+        /// The session's key, with the other side's public key (empty,
+        /// longer than the group, or not in 2...p-2: refused).
+        package func agree(peerPublicKey: [UInt8]) throws(Failure) -> TransferKey {
+            guard !peerPublicKey.isEmpty, peerPublicKey.count <= TransferKey.groupBytes else {
+                throw Failure("a public key of \(peerPublicKey.count) bytes (at most \(TransferKey.groupBytes))")
+            }
+            let secret = try TransferKey.derive(pair, peer: peerPublicKey)
+            return TransferKey(publicKey: publicKey, key: try TransferKey.hkdf(secret))
+        }
     }
 
     /// `secret` encrypted: the IV (the Secret struct's parameters) and the
@@ -119,25 +147,34 @@ package struct TransferKey: Sendable {
         return key
     }
 
-    /// A key pair of the group; its public half into `publicKey`; the
-    /// shared secret with `peer`, left-padded to the group's size.
-    private static func exchange(_ peer: [UInt8], publicKey: inout [UInt8]) throws(Failure) -> SecureBytes {
+    /// A key pair of the group (the caller frees it); its public half into `publicKey`.
+    private static func generate(publicKey: inout [UInt8]) throws(Failure) -> OpaquePointer {
         let domain = try dhKey(publicKey: nil)
         defer { EVP_PKEY_free(domain) }
-        let peerKey = try dhKey(publicKey: peer)
-        defer { EVP_PKEY_free(peerKey) }
         guard let generation = EVP_PKEY_CTX_new_from_pkey(nil, domain, nil) else { throw Failure("out of memory") }
         defer { EVP_PKEY_CTX_free(generation) }
-        var ours: OpaquePointer?
-        guard EVP_PKEY_keygen_init(generation) == 1, EVP_PKEY_generate(generation, &ours) == 1, let ours else {
+        var made: OpaquePointer?
+        guard EVP_PKEY_keygen_init(generation) == 1, EVP_PKEY_generate(generation, &made) == 1, let ours = made else {
             throw Failure("cannot generate a DH key pair" + openSSLReason())
         }
-        defer { EVP_PKEY_free(ours) }
         var exported: OpaquePointer?
-        guard EVP_PKEY_get_bn_param(ours, name("pub"), &exported) == 1, let exported else { throw Failure("no public key") }
+        guard EVP_PKEY_get_bn_param(ours, name("pub"), &exported) == 1, let exported else {
+            EVP_PKEY_free(ours)
+            throw Failure("no public key")
+        }
         defer { BN_free(exported) }
         publicKey = [UInt8](repeating: 0, count: groupBytes)
-        guard BN_bn2binpad(exported, &publicKey, Int32(groupBytes)) == Int32(groupBytes) else { throw Failure("a public key too long") }
+        guard BN_bn2binpad(exported, &publicKey, Int32(groupBytes)) == Int32(groupBytes) else {
+            EVP_PKEY_free(ours)
+            throw Failure("a public key too long")
+        }
+        return ours
+    }
+
+    /// The shared secret of `ours` with `peer`, left-padded to the group's size.
+    private static func derive(_ ours: OpaquePointer, peer: [UInt8]) throws(Failure) -> SecureBytes {
+        let peerKey = try dhKey(publicKey: peer)
+        defer { EVP_PKEY_free(peerKey) }
 
         guard let derivation = EVP_PKEY_CTX_new_from_pkey(nil, ours, nil) else { throw Failure("out of memory") }
         defer { EVP_PKEY_CTX_free(derivation) }

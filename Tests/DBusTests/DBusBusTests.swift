@@ -251,6 +251,32 @@ struct DBusBusTests {
         #expect(await second.owner(of: "org.touchstone.Nobody") == nil)
     }
 
+    @Test("GDBus numbers objects and subtrees apart: taking down an object whose id a subtree also has leaves the subtree answering")
+    func registrationsKeptApart() async throws {
+        let served = try await Served()
+        defer { served.rig.close() }
+        let object = try #require(try await served.server.export(served.object, at: "/org/touchstone/Object",
+                                                                 introspection: TestObject.introspection).first)
+        // Subtrees until one has the object's number (subtree ids count from 1 too, apart).
+        var twin: String?
+        for n in 0..<(Int(object.id) + 64) where twin == nil {
+            let path = "/org/touchstone/Tree\(n)"
+            let made = try await served.server.exportSubtree(served.object, at: path, root: TestObject.introspection,
+                                                             children: TestObject.introspection)
+            if made.first?.id == object.id { twin = path }
+        }
+        let tree = try #require(twin, "no subtree got id \(object.id)")
+        await served.server.unexport([object])
+        let client = try await served.client()
+        let echoed = try await client.call(destination: served.server.uniqueName, path: tree + "/child",
+                                           interface: TestObject.interface, method: "Echo", [.variant(.string("still here"))])
+        #expect(echoed.first?.variantValue?.string == "still here")
+        await #expect(throws: DBusError.self) {
+            try await client.call(destination: served.server.uniqueName, path: "/org/touchstone/Object",
+                                  interface: TestObject.interface, method: "Echo", [.variant(.string("gone"))])
+        }
+    }
+
     @Test("a signal emitted on one connection reaches a subscriber on another, with its arguments")
     func signals() async throws {
         let rig = try DBusRig()

@@ -1,0 +1,173 @@
+import Foundation
+import Glibc
+import TestRigs
+import Testing
+
+/// `touchstone import --from-secret-service` from the real programs: Debian's
+/// gnome-keyring-daemon on the test's private bus (its login keyring
+/// unlocked with a password on stdin, as PAM does, and a second keyring),
+/// items made by secret-tool and python secretstorage, imported, then
+/// served by `touchstone secret-service` on the same bus and read back.
+@Suite("Moving in from another Secret Service")
+struct SecretServiceImportTests {
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Fixtures/secret-service-import.py").path
+
+    static func fixture(_ rig: SecretServiceRig, _ arguments: [String]) async -> CLIResult {
+        await rig.run("/usr/bin/python3", [script] + arguments)
+    }
+
+    /// A dump's item lines (its `# LABEL locked=B` lines left out).
+    static func items(_ dump: CLIResult) -> [String] {
+        dump.stdoutText.split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") }
+    }
+
+    @Test("gnome-keyring's login and second keyring (binary, empty, 64 KiB and non-ASCII secrets; secret-tool's Chromium key) imported whole, labels, attributes and collections kept; a second import adds nothing; the source unchanged; served by touchstone after gnome-keyring stops, read back byte for byte by secretstorage, secret-tool and the CLI; through both engines",
+          arguments: [false, true])
+    func fromGnomeKeyring(daemon: Bool) async throws {
+        try await SecretServiceRig.with(daemon: daemon) { rig in
+            #expect(await rig.setPasscode().code == 0)
+            let keyring = try await offPool { try GnomeKeyring(rig: rig, extraKeyrings: ["Work"]) }
+            defer { keyring.stop() }
+            #expect(await rig.secretTool(["store", "--label=Chrome Safe Storage", "application", "chrome"], stdin: "chrome-key-✓").code == 0)
+            let populated = await Self.fixture(rig, ["populate", "Work"])
+            #expect(populated.code == 0, "\(populated.stderr)")
+            let before = await Self.fixture(rig, ["dump"])
+            #expect(before.code == 0 && Self.items(before).count == 6, "\(before.stdoutText) \(before.stderr)")
+            #expect(before.stdoutText.contains("# Work locked=True"), "a locked source collection: \(before.stdoutText)")
+
+            let dry = await rig.cli(["--sim", "import", "--from-secret-service", "--dry-run"])
+            #expect(dry.code == 0 && dry.stdoutText.contains("found 6, would add 6, skipped 0, failed 0"), "\(dry.stdoutText) \(dry.stderr)")
+            #expect(await rig.cli(["--sim", "list"]).stdoutText.isEmpty, "a dry run adds nothing")
+            let imported = await rig.cli(["--sim", "import", "--from-secret-service"])
+            #expect(imported.code == 0 && imported.stdoutText.contains("found 6, added 6, skipped 0, failed 0"), "\(imported.stdoutText) \(imported.stderr)")
+            #expect(imported.stdoutText.contains("the alias default now names Login"), "\(imported.stdoutText)")
+            let again = await rig.cli(["--sim", "--json", "import", "--from-secret-service"])
+            let report = try JSONSerialization.jsonObject(with: Data(again.stdout)) as? [String: Any]
+            #expect(again.code == 0 && report?["added"] as? Int == 0 && (report?["skipped"] as? [Any])?.count == 6, "\(again.stdoutText)")
+            #expect(await Self.fixture(rig, ["dump"]).stdoutText == before.stdoutText, "the source is unchanged")
+
+            // gnome-keyring out, touchstone in, on the same bus.
+            try await offPool { keyring.stop() }
+            try await rig.startProvider()
+            let after = await Self.fixture(rig, ["dump"])
+            #expect(Self.items(after) == Self.items(before), "before:\n\(before.stdoutText)\nafter:\n\(after.stdoutText)\n\(after.stderr)")
+            let chrome = await rig.secretTool(["lookup", "application", "chrome"])
+            #expect(chrome.stdoutText == "chrome-key-✓", "Chromium's key: \(chrome.stderr)")
+            #expect(await rig.cli(["--sim", "get", "vpn", "ada"]).stdoutText == "vpn-secret")
+            // secret-tool stores where the default alias points, as it did with gnome-keyring.
+            #expect(await rig.secretTool(["store", "--label=New", "kind", "new"], stdin: "new-secret").code == 0)
+            let dumped = await Self.fixture(rig, ["dump"])
+            let withNew = dumped.stdoutText + dumped.stderr
+            #expect(withNew.contains("Login|New|kind=new"), "\(withNew)")
+        }
+    }
+
+    @Test("what Touchstone cannot keep is reported and the rest imported: a secret over 1 MiB fails with its size (exit 1, nothing cut), the others are added")
+    func tooLarge() async throws {
+        try await SecretServiceRig.with { rig in
+            #expect(await rig.setPasscode().code == 0)
+            let keyring = try await offPool { try GnomeKeyring(rig: rig) }
+            defer { keyring.stop() }
+            #expect(await Self.fixture(rig, ["store-big", "\((1 << 20) + 1)"]).code == 0)
+            #expect(await rig.secretTool(["store", "--label=Small", "kind", "small"], stdin: "small").code == 0)
+            let imported = await rig.cli(["--sim", "import", "--from-secret-service"])
+            #expect(imported.code == 1, "\(imported.stdoutText) \(imported.stderr)")
+            #expect(imported.stdoutText.contains("failed: Login / Huge: its secret is 1048577 bytes"), "\(imported.stdoutText)")
+            #expect(imported.stdoutText.contains("found 2, added 1, skipped 0, failed 1"), "\(imported.stdoutText)")
+            #expect(imported.stderr.contains("1 item could not be imported"), "\(imported.stderr)")
+            #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("Small"))
+        }
+    }
+
+    @Test("a source's locked collection is unlocked through the source's own prompt (here another Touchstone's: a touch), imported, and locked again as it was found; a stranger's touch leaves it locked and its items fail, the rest imported")
+    func lockedSourceCollection() async throws {
+        try await SecretServiceRig.with { rig in
+            #expect(await rig.setPasscode().code == 0)
+            // The source: another Touchstone state folder's provider on the same bus.
+            let source = try await offPool { try CLISandbox() }
+            defer { source.close() }
+            source.extraEnvironment = rig.sandbox.extraEnvironment
+            #expect(source.setPasscode().code == 0)
+            #expect(source.enroll("right-index-finger", as: "alice").code == 0)
+            let provider = try source.start(["--sim", "secret-service"])
+            defer { provider.signal(SIGTERM); _ = provider.wait(timeout: 30) }
+            #expect(provider.waitForStderr("serving org.freedesktop.secrets"))
+            let collections = SecretServiceCollectionTests.script
+            #expect(await rig.run("/usr/bin/python3", [collections, "create", "Work", "work"]).code == 0)
+            #expect(await rig.run("/usr/bin/python3", [collections, "store", "alias:work", "VPN", "service=vpn"], stdin: Array("vpn-secret".utf8)).code == 0)
+            #expect(await rig.run("/usr/bin/python3", [collections, "store", "alias:default", "Mail", "service=mail"], stdin: Array("mail-secret".utf8)).code == 0)
+            #expect(await Self.fixture(rig, ["lock", "Work"]).code == 0)
+
+            /// Runs the import, touching the source's reader with `finger` when its prompt waits.
+            func importTouching(_ finger: String, occurrence: Int) async throws -> CLIResult {
+                let running = try rig.start(CLIProcess.binary, ["--sim", "import", "--from-secret-service"])
+                let touched = try await offPool { () -> Bool in
+                    let deadline = Date().addingTimeInterval(60)
+                    while Date() < deadline {
+                        if provider.stderrSoFar.components(separatedBy: "waiting for a touch").count > occurrence {
+                            return source.run(["sim", "touch", finger, "--wait", "60"]).code == 0
+                        }
+                        usleep(20_000)
+                    }
+                    return false
+                }
+                #expect(touched, "\(provider.stderrSoFar)")
+                return await rig.wait(running)
+            }
+
+            let refused = try await importTouching("mallory", occurrence: 1)
+            #expect(refused.code == 1 && refused.stdoutText.contains("its collection stayed locked"), "\(refused.stdoutText) \(refused.stderr)")
+            #expect(refused.stdoutText.contains("found 2, added 1, skipped 0, failed 1"), "\(refused.stdoutText)")
+            let partly = await rig.cli(["--sim", "list"]).stdoutText
+            #expect(partly.contains("Mail") && !partly.contains("VPN"), "\(partly)")
+            let opened = try await importTouching("alice", occurrence: 2)
+            #expect(opened.code == 0 && opened.stdoutText.contains("found 2, added 1, skipped 1, failed 0"), "\(opened.stdoutText) \(opened.stderr)")
+            #expect(await Self.fixture(rig, ["is-locked", "Work"]).stdoutText == "locked=True\n", "locked again, as it was found")
+            let list = await rig.cli(["--sim", "list"]).stdoutText
+            #expect(list.contains("VPN") && list.contains("Mail"), "\(list)")
+        }
+    }
+}
+
+/// Debian's gnome-keyring-daemon on a test's private bus: its own data and
+/// runtime folders, the login keyring made and unlocked with a password on
+/// stdin (as PAM gives it at login), plus keyrings without a password
+/// (`extraKeyrings`, by label) written in its own file format before it
+/// starts. Stopped by PID.
+final class GnomeKeyring: @unchecked Sendable {
+    // @unchecked Sendable: one test's; `process` is only stopped once, from its flow.
+    let folder: String
+    private var process: RunningCLI?
+
+    init(rig: SecretServiceRig, extraKeyrings: [String] = []) throws {
+        folder = rig.sandbox.scratch + "/gnome-keyring"
+        let keyrings = folder + "/data/keyrings"
+        try FileManager.default.createDirectory(atPath: keyrings, withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: folder + "/run", withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(atPath: folder + "/home", withIntermediateDirectories: true)
+        let now = Int(Date().timeIntervalSince1970)
+        for label in extraKeyrings {
+            try "[keyring]\ndisplay-name=\(label)\nctime=\(now)\nmtime=\(now)\nlock-on-idle=false\nlock-after=false\n"
+                .write(toFile: keyrings + "/\(label.lowercased()).keyring", atomically: true, encoding: .utf8)
+        }
+        let environment = ["XDG_DATA_HOME": folder + "/data", "XDG_RUNTIME_DIR": folder + "/run", "HOME": folder + "/home"]
+        let started = try rig.start("/usr/bin/gnome-keyring-daemon", ["--unlock", "--foreground", "--components=secrets"],
+                                    stdin: Array("keyring-password".utf8), environment: environment)
+        process = started
+        let owned = blockingEventually {
+            rig.runBlocking("/usr/bin/python3", ["-c", "import secretstorage; secretstorage.get_default_collection(secretstorage.dbus_init())"]).code == 0
+        }
+        guard owned else {
+            stop()
+            throw RigFailure("gnome-keyring-daemon did not serve: \(started.stderrSoFar)")
+        }
+    }
+
+    func stop() {
+        guard let process else { return }
+        self.process = nil
+        process.signal(SIGTERM)
+        _ = process.wait(timeout: 30)
+    }
+}
