@@ -166,12 +166,16 @@ extension SecretServiceProvider {
             if isCollectionLocked(collection) {
                 return .failure(DBusError(name: SecretError.isLocked, "\(item.path) is locked with its collection: Unlock the collection"))
             }
-            if case .failure(let error) = await resolve(reference, in: collection) { return .failure(error) }
             do throws(KeychainError) {
                 // One read for an item that needs nothing; one that needs
-                // authentication opens only with this client's unlock.
+                // authentication opens only with this client's unlock. The
+                // item must be in the collection its path names (checked on
+                // what the read returns: one vault call, not two).
                 let (secret, attributes) = try await keychain.secretAndAttributes(reference, context: unlock(of: client, for: reference) ?? interactionless(),
                                                                                   reason: "a Secret Service client reads it")
+                guard (attributes.searchAttributes?[CollectionBook.attribute] ?? CollectionBook.vault) == collection else {
+                    return .failure(Self.noSuchObject(item.path))
+                }
                 return .success((secret, attributes.contentType ?? "text/plain"))
             } catch {
                 if case .interactionNotAllowed = error {
