@@ -95,15 +95,10 @@ extension Session {
         }
     }
 
+    /// `installedDaemon`, or the name next to this binary (for the
+    /// message that says it is missing).
     static var daemonExecutable: String {
-        let here = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
-        let sibling = (here as NSString).deletingLastPathComponent + "/touchstoned"
-        if FileManager.default.isExecutableFile(atPath: sibling) { return sibling }
-        for folder in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-            let candidate = String(folder) + "/touchstoned"
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return sibling
+        installedDaemon ?? (ownFolder + "/touchstoned")
     }
 }
 

@@ -45,6 +45,9 @@ public enum Command: Sendable, Hashable {
     case sshKey(SSHKeyAction)
     /// `ssh-agent [--socket PATH]`; `socket` is nil for the default.
     case sshAgent(socket: String?)
+    /// `doctor`: what this machine and session have of everything
+    /// Touchstone needs, each with the fix for what is not right.
+    case doctor
 
     /// What `ssh-key` does.
     public enum SSHKeyAction: Sendable, Hashable {
@@ -140,6 +143,7 @@ public enum Command: Sendable, Hashable {
         case .sshKey(.delete): "ssh-key delete"
         case .sshKey(.sign): "ssh-key sign"
         case .sshAgent: "ssh-agent"
+        case .doctor: "doctor"
         }
     }
 }

@@ -14,7 +14,7 @@ enum CommandTable {
             """,
         subcommands: [
             status, passcode, enroll, unenroll, fingers, verify, matching,
-            add, get, update, delete, list, importVault, secretService, sshKey, sshAgent, sim, demo, help,
+            add, get, update, delete, list, importVault, secretService, sshKey, sshAgent, doctor, sim, demo, help,
         ])
 
     // MARK: Reader, TPM and passcode
@@ -352,6 +352,18 @@ enum CommandTable {
         ])
 
     // MARK: Others
+
+    static let doctor = CommandDescription(
+        name: "doctor",
+        abstract: "Check the reader, TPM, daemon, Secret Service, ssh-agent and vault.",
+        discussion: """
+            One line per check with its state (ok, problem or not used) and, for a \
+            problem, the fix on the line after it: a command to run, a file to install, \
+            a group to join. Never prompts, never waits for a touch, needs no passcode. \
+            Exit 0 when every check is ok or not used, 1 otherwise. With --json: an \
+            array of objects with check, state, detail and fix (null when there is none).
+            """,
+        make: { _ in .doctor })
 
     static let demo = CommandDescription(
         name: "demo",

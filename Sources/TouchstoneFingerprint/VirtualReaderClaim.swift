@@ -44,6 +44,27 @@ package final class VirtualReaderClaim: Sendable {
         return false
     }
 
+    /// The pid of the process that holds the claim on the reader at
+    /// `socket`, as the kernel lists it (/proc/locks: the flock on the
+    /// lock file's device and inode); nil when none is listed.
+    package static func holder(socket: String) -> pid_t? {
+        var info = stat()
+        guard stat(socket + ".lock", &info) == 0,
+              let locks = try? String(contentsOfFile: "/proc/locks", encoding: .utf8) else { return nil }
+        // "1: FLOCK  ADVISORY  WRITE 4242 00:2a:123456 0 EOF"; a waiter's
+        // line has "->" after the number.
+        let device = UInt64(info.st_dev)
+        let major = (device >> 8) & 0xfff | (device >> 32) & ~0xfff
+        let minor = device & 0xff | (device >> 12) & ~0xff
+        let file = "\(String(major, radix: 16, uppercase: false).leftPadded(2)):\(String(minor, radix: 16).leftPadded(2)):\(info.st_ino)"
+        for line in locks.split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count >= 6, fields[1] == "FLOCK", fields[5] == file, let pid = pid_t(fields[4]) else { continue }
+            return pid
+        }
+        return nil
+    }
+
     /// Gives the reader up (idempotent): the lock file closed, which drops
     /// the lock.
     package func release() {
@@ -63,5 +84,13 @@ package final class VirtualReaderClaim: Sendable {
     private static func lock(_ file: borrowing OwnedDescriptor) throws(Errno) {
         let raw = file.rawValue
         _ = try valueOrErrno(retryOnInterrupt: true) { flock(raw, LOCK_EX | LOCK_NB) }
+    }
+}
+
+extension String {
+    /// At least `width` characters, zeros in front (as /proc/locks prints
+    /// device numbers: `%02x`).
+    fileprivate func leftPadded(_ width: Int) -> String {
+        count >= width ? self : String(repeating: "0", count: width - count) + self
     }
 }

@@ -143,19 +143,23 @@ package final class SSHAgent: Sendable {
 
     private static func peer(of connection: borrowing OwnedDescriptor) -> AgentPeer {
         // No credentials (never on a Unix socket): a uid no one has, refused.
-        let (pid, uid, _) = connection.peerCredentials() ?? (0, uid_t.max, 0)
-        let program: PeerProgram
+        identifiedPeer(of: connection) ?? AgentPeer(uid: uid_t.max, program: PeerProgram.named(pid: 0, pidfd: nil))
+    }
+
+    /// The uid and program on the other end of a Unix socket connection
+    /// (SO_PEERCRED, named through a pidfd of it where the kernel has
+    /// one); nil without credentials.
+    static func identifiedPeer(of connection: borrowing OwnedDescriptor) -> AgentPeer? {
+        guard let (pid, uid, _) = connection.peerCredentials() else { return nil }
         if let pidfd = connection.peerPIDFD() {
-            program = PeerProgram.named(pid: pid, pidfd: pidfd.rawValue)
-        } else {
-            program = PeerProgram.named(pid: pid, pidfd: nil)
+            return AgentPeer(uid: uid, program: PeerProgram.named(pid: pid, pidfd: pidfd.rawValue))
         }
-        return AgentPeer(uid: uid, program: program)
+        return AgentPeer(uid: uid, program: PeerProgram.named(pid: pid, pidfd: nil))
     }
 
     /// The next message (without its length), or nil at the end, on a
     /// read error, or for a length beyond `maximumMessage` or of zero.
-    private static func readMessage(_ connection: borrowing OwnedDescriptor) -> [UInt8]? {
+    static func readMessage(_ connection: borrowing OwnedDescriptor) -> [UInt8]? {
         guard let header = readExactly(connection, 4) else { return nil }
         let length = Int(UInt32(header[0]) << 24 | UInt32(header[1]) << 16 | UInt32(header[2]) << 8 | UInt32(header[3]))
         guard length > 0, length <= maximumMessage else { return nil }
@@ -175,7 +179,7 @@ package final class SSHAgent: Sendable {
     }
 
     /// Sends every byte (EINTR retried, no SIGPIPE); false when the peer went away.
-    private static func writeAll(_ connection: borrowing OwnedDescriptor, _ bytes: [UInt8]) -> Bool {
+    static func writeAll(_ connection: borrowing OwnedDescriptor, _ bytes: [UInt8]) -> Bool {
         var at = 0
         while at < bytes.count {
             let n = (try? bytes[at...].withUnsafeBytes { bytes in try connection.send(bytes, flags: CInt(MSG_NOSIGNAL)) }) ?? -1

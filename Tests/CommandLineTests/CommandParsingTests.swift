@@ -53,6 +53,8 @@ struct CommandParsingTests {
         ParseCase(["import"], .importVault(remove: false)),
         ParseCase(["import", "--remove"], .importVault(remove: true)),
         ParseCase(["secret-service"], .secretService(replace: false, access: .none)),
+        ParseCase(["doctor"], .doctor),
+        ParseCase(["--sim", "doctor", "--json"], .doctor),
         ParseCase(["secret-service", "--replace", "--access", "biometry-any"], .secretService(replace: true, access: .biometryAny)),
         ParseCase(["--sim", "secret-service", "--access=user-presence"], .secretService(replace: false, access: .userPresence)),
         ParseCase(["--daemon", "/run/x.sock", "sim", "start"], .sim(.start())),

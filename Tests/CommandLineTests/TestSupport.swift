@@ -53,4 +53,5 @@ let allCommandPaths: [[String]] = [
     ["secret-service"], ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
     ["sim", "error"], ["sim", "unplug"], ["sim", "print"], ["demo"], ["help"],
     ["ssh-key"], ["ssh-key", "create"], ["ssh-key", "list"], ["ssh-key", "delete"], ["ssh-key", "sign"], ["ssh-agent"],
+    ["doctor"],
 ]

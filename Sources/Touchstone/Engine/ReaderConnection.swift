@@ -1,5 +1,6 @@
 import Foundation
 import TouchstoneFingerprint
+import TouchstonePOSIX
 
 /// The reader a configuration names, resolved: the simulator's is its
 /// virtual reader at the state folder's `sim/reader`.
@@ -107,6 +108,7 @@ struct ReaderConnection: Sendable {
                 status.name = reader.name
                 if case .virtual(let socket, _) = target, VirtualReaderClaim.isHeld(socket: socket) {
                     status.reason = "busy: another touchstone process has it open"
+                        + (VirtualReaderClaim.holder(socket: socket).map { " (\(PeerProgram.named(pid: $0, pidfd: nil)))" } ?? "")
                 } else {
                     status.available = true
                 }

@@ -42,7 +42,7 @@ package enum DaemonSocket {
 
     /// `key=value` lines of the client settings (`#` comments, blank
     /// lines); empty when there is no file.
-    static func clientSettings() -> [String: String] {
+    package static func clientSettings() -> [String: String] {
         var path = clientConfiguration
         #if TOUCHSTONE_TEST_SUPPORT
         // Debug builds: a test's own file, so that tests never share /etc.
