@@ -49,7 +49,7 @@ func helpText(_ arguments: [String], environment: [String: String] = baseEnviron
 /// table fails the tests.
 let allCommandPaths: [[String]] = [
     [], ["status"], ["passcode"], ["passcode", "set"], ["passcode", "change"], ["passcode", "remove"],
-    ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["add"], ["get"], ["update"], ["delete"], ["list"], ["import"],
+    ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["matching"], ["add"], ["get"], ["update"], ["delete"], ["list"], ["import"],
     ["secret-service"], ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
     ["sim", "error"], ["sim", "unplug"], ["sim", "print"], ["demo"], ["help"],
     ["ssh-key"], ["ssh-key", "create"], ["ssh-key", "list"], ["ssh-key", "delete"], ["ssh-key", "sign"], ["ssh-agent"],
