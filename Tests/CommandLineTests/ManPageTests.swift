@@ -1,4 +1,5 @@
 import Foundation
+import TestRigs
 import Testing
 @testable import TouchstoneCommandLine
 
@@ -76,10 +77,10 @@ struct ManPageTests {
         let file = folder.appendingPathComponent(page.fileName)
         try Data(page.source.utf8).write(to: file)
 
-        let groff = try run("/usr/bin/groff", ["-man", "-ww", "-z", file.path])
+        let groff = try ChildProcessResult.run("/usr/bin/groff", ["-man", "-ww", "-z", file.path])
         #expect(groff.status == 0 && groff.output.isEmpty, "groff on \(page.fileName): \(groff.output)")
         // lexgrog is how mandb reads the whatis line: "NAME - text".
-        let whatis = try run("/usr/bin/lexgrog", [file.path])
+        let whatis = try ChildProcessResult.run("/usr/bin/lexgrog", [file.path])
         #expect(whatis.status == 0 && whatis.output.contains("\(page.name) - "), "lexgrog: \(whatis.output)")
     }
 
@@ -90,20 +91,6 @@ struct ManPageTests {
         #expect(Roff.paragraph(".hidden") == "\\&.hidden")
         #expect(Roff.paragraph("shown") == "shown")
         #expect(Roff.values("a <b> [c]") == "a <\\fIb\\fR> [c]")
-    }
-
-    /// Runs a program; its exit status and stdout and stderr together.
-    private func run(_ program: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
     }
 }
 
