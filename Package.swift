@@ -154,6 +154,9 @@ let package = Package(
         // touchstoned: its command line over the server.
         .executableTarget(name: "TouchstoneDaemon", dependencies: ["Touchstone", "TouchstoneServer", "TouchstoneCommandLine", "TouchstonePOSIX"],
                           linkerSettings: exportSharedCryptoContext),
+        // The man pages from the command tables, not a product: scripts/package-deb
+        // runs `.build/release/TouchstoneManPages DIR DATE`.
+        .executableTarget(name: "TouchstoneManPages", dependencies: ["TouchstoneCommandLine"]),
         // The benchmark, not a product: `swift run -c release TouchstoneBench`.
         .executableTarget(name: "TouchstoneBench", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneVault", "TouchstoneSimulator", "TouchstoneFingerprint", "CSQLite"],
                           linkerSettings: exportSharedCryptoContext),

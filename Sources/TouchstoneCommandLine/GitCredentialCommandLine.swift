@@ -122,25 +122,37 @@ public enum GitCredentialCommandLine {
         }
     }
 
+    /// One line: what the helper is (OVERVIEW, and the man page's NAME).
+    static let abstract = "A git credential helper that keeps passwords in Touchstone's vault."
+
+    /// How git uses it, after OVERVIEW (and the man page's DESCRIPTION).
+    static let discussion = """
+        git runs it: 'git config --global credential.helper "touchstone --access biometry-any"' \
+        makes git run '\(programName) --access biometry-any get|store|erase' with the request \
+        on stdin (gitcredentials(7)). 'get' prints the username and password of the item for \
+        the protocol, host, path and username asked, after the authentication the item was \
+        stored with; 'store' saves them as an item with service \
+        'git:<protocol>://<host>[/<path>]' and account the username; 'erase' removes it. \
+        See docs/git.md.
+        """
+
+    /// Every option the helper takes: its own, then the global ones but --json.
+    static var options: [OptionDescription] {
+        [access] + GlobalOption.allCases.filter { $0 != .json }.map(\.description)
+    }
+
     /// The text of `--help`.
     static var help: String {
-        let options = ([access] + GlobalOption.allCases.filter { $0 != .json }.map(\.description))
-            .map { "  \($0.label)\n      \($0.fullHelp)" }
+        let rows = options.map { "  \($0.label)\n      \($0.fullHelp)" }
         return """
-            OVERVIEW: A git credential helper that keeps passwords in Touchstone's vault.
+            OVERVIEW: \(abstract)
 
-            git runs it: 'git config --global credential.helper "touchstone --access biometry-any"' \
-            makes git run '\(programName) --access biometry-any get|store|erase' with the request \
-            on stdin (gitcredentials(7)). 'get' prints the username and password of the item for \
-            the protocol, host, path and username asked, after the authentication the item was \
-            stored with; 'store' saves them as an item with service \
-            'git:<protocol>://<host>[/<path>]' and account the username; 'erase' removes it. \
-            See docs/git.md.
+            \(discussion)
 
             USAGE: \(usage)
 
             OPTIONS:
-            \(options.joined(separator: "\n"))
+            \(rows.joined(separator: "\n"))
             """
     }
 }

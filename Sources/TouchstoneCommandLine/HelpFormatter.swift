@@ -51,14 +51,23 @@ enum HelpFormatter {
         }
 
         if isRoot {
-            let environment = GlobalOption.allCases.compactMap { option -> (String, String)? in
-                let description = option.description
-                return description.environment.map { ($0, "The same as \(description.name).") }
-            } + [("XDG_DATA_HOME, HOME", "Where the default state directory is.")]
-            sections.append(section("ENVIRONMENT", environment))
-            sections.append(section("EXIT CODES", ExitCode.allCases.map { (String($0.rawValue), $0.meaning) }, column: 8))
+            sections.append(section("ENVIRONMENT", environmentRows))
+            sections.append(section("EXIT CODES", exitCodeRows, column: 8))
         }
         return sections.joined(separator: "\n\n")
+    }
+
+    /// The top-level help's ENVIRONMENT: each variable and what it means.
+    static var environmentRows: [(String, String)] {
+        GlobalOption.allCases.compactMap { option -> (String, String)? in
+            let description = option.description
+            return description.environment.map { ($0, "The same as \(description.name).") }
+        } + [("XDG_DATA_HOME, HOME", "Where the default state directory is.")]
+    }
+
+    /// The top-level help's EXIT CODES: each code and what it means.
+    static var exitCodeRows: [(String, String)] {
+        ExitCode.allCases.map { (String($0.rawValue), $0.meaning) }
     }
 
     /// A titled list of label/description rows.

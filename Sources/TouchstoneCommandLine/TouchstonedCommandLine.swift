@@ -129,9 +129,12 @@ public enum TouchstonedCommandLine {
         }
     }
 
+    /// What the daemon is, for OVERVIEW and the man page's DESCRIPTION.
+    static let overview = "Serves Touchstone's daemon engine on a Unix socket: one state folder per client uid under DIR/users, opened with this daemon's TPM and reader. Runs in the foreground as whichever user starts it and logs to stderr; SIGTERM or SIGINT ends it (exit 0). See docs/daemon.md."
+
     /// The text of `--help`.
     static var help: String {
-        [HelpFormatter.wrap("OVERVIEW: Serves Touchstone's daemon engine on a Unix socket: one state folder per client uid under DIR/users, opened with this daemon's TPM and reader. Runs in the foreground as whichever user starts it and logs to stderr; SIGTERM or SIGINT ends it (exit 0). See docs/daemon.md.", indent: 0),
+        [HelpFormatter.wrap("OVERVIEW: " + overview, indent: 0),
          HelpFormatter.wrap("USAGE: " + usage, indent: 7),
          HelpFormatter.section("OPTIONS", options.map { ($0.label, $0.fullHelp) })].joined(separator: "\n\n")
     }

@@ -176,25 +176,6 @@ struct MigrationTests {
     }
 }
 
-/// A finished child process: exit status and combined output.
-struct ChildProcessResult {
-    let status: Int32
-    let output: String
-
-    static func run(_ path: String, _ arguments: [String]) throws -> ChildProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ChildProcessResult(status: process.terminationStatus, output: String(decoding: data, as: UTF8.self))
-    }
-}
-
 func string(_ bytes: SecureBytes) -> String {
     bytes.withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
 }

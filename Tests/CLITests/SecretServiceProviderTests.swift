@@ -431,7 +431,7 @@ struct SecretServiceInstallTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("scripts/install-secret-service").path
 
-    @Test("install writes the activation file and the user unit for this touchstone; a private bus with that folder starts the provider when secret-tool asks; --replace-gnome-keyring hides its autostart; --uninstall removes only Touchstone's files")
+    @Test("install writes the activation file and the user unit for this touchstone; a private bus with that folder starts the provider when secret-tool asks; --replace-gnome-keyring hides its autostart; --uninstall removes only Touchstone's files; another provider's activation file is never replaced")
     func installAndActivate() async throws {
         try await blockingTest {
             let sandbox = try CLISandbox()
@@ -506,6 +506,15 @@ struct SecretServiceInstallTests {
             #expect(try install(["--touchstone", CLIProcess.binary, "--replace-gnome-keyring"]).code == 1)
             #expect(try install(["--uninstall"]).code == 0)
             #expect(FileManager.default.fileExists(atPath: user + "/config/autostart/gnome-keyring-secrets.desktop"))
+            // Another provider's activation file: install refuses to replace it, --uninstall leaves it.
+            let activationPath = user + "/data/dbus-1/services/org.freedesktop.secrets.service"
+            try FileManager.default.createDirectory(atPath: user + "/data/dbus-1/services", withIntermediateDirectories: true)
+            try "[D-BUS Service]\nName=org.freedesktop.secrets\nExec=/usr/bin/gnome-keyring-daemon --start --components=secrets\n"
+                .write(toFile: activationPath, atomically: true, encoding: .utf8)
+            let refused = try install(["--touchstone", CLIProcess.binary])
+            #expect(refused.code == 1 && refused.stderr.contains("not Touchstone's"), "\(refused.stderr)")
+            #expect(try install(["--uninstall"]).code == 0)
+            #expect(try String(contentsOfFile: activationPath, encoding: .utf8).contains("gnome-keyring-daemon"))
         }
     }
 }
