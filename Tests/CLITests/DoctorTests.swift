@@ -145,7 +145,7 @@ struct DoctorTests {
 
             let keyring = try await offPool { try GnomeKeyring(rig: rig) }
             let gnome = try await finding()
-            keyring.stop()
+            try await offPool { keyring.stop() }
             #expect(gnome.state == "problem" && gnome.detail.contains("gnome-keyring-daemon"), "\(gnome)")
             #expect(gnome.fix?.contains("touchstone import --from-secret-service") == true
                     && gnome.fix?.contains("scripts/install-secret-service --replace-gnome-keyring") == true, "\(String(describing: gnome.fix))")

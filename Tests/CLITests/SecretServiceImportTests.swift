@@ -28,7 +28,7 @@ struct SecretServiceImportTests {
         try await SecretServiceRig.with(daemon: daemon) { rig in
             #expect(await rig.setPasscode().code == 0)
             let keyring = try await offPool { try GnomeKeyring(rig: rig, extraKeyrings: ["Work"]) }
-            defer { keyring.stop() }
+            defer { keyring.kill() }
             #expect(await rig.secretTool(["store", "--label=Chrome Safe Storage", "application", "chrome"], stdin: "chrome-key-✓").code == 0)
             let populated = await Self.fixture(rig, ["populate", "Work"])
             #expect(populated.code == 0, "\(populated.stderr)")
@@ -68,7 +68,7 @@ struct SecretServiceImportTests {
         try await SecretServiceRig.with { rig in
             #expect(await rig.setPasscode().code == 0)
             let keyring = try await offPool { try GnomeKeyring(rig: rig) }
-            defer { keyring.stop() }
+            defer { keyring.kill() }
             #expect(await Self.fixture(rig, ["store-big", "\((1 << 20) + 1)"]).code == 0)
             #expect(await rig.secretTool(["store", "--label=Small", "kind", "small"], stdin: "small").code == 0)
             let imported = await rig.cli(["--sim", "import", "--from-secret-service"])
@@ -77,6 +77,7 @@ struct SecretServiceImportTests {
             #expect(imported.stdoutText.contains("found 2, added 1, skipped 0, failed 1"), "\(imported.stdoutText)")
             #expect(imported.stderr.contains("1 item could not be imported"), "\(imported.stderr)")
             #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("Small"))
+            try await offPool { keyring.stop() }
         }
     }
 
@@ -85,14 +86,21 @@ struct SecretServiceImportTests {
         try await SecretServiceRig.with { rig in
             #expect(await rig.setPasscode().code == 0)
             // The source: another Touchstone state folder's provider on the same bus.
-            let source = try await offPool { try CLISandbox() }
-            defer { source.close() }
-            source.extraEnvironment = rig.sandbox.extraEnvironment
-            #expect(source.setPasscode().code == 0)
-            #expect(source.enroll("right-index-finger", as: "alice").code == 0)
-            let provider = try source.start(["--sim", "secret-service"])
-            defer { provider.signal(SIGTERM); _ = provider.wait(timeout: 30) }
-            #expect(provider.waitForStderr("serving org.freedesktop.secrets"))
+            // Every blocking step off the cooperative pool, which other tests' tasks need.
+            let (source, provider) = try await offPool { () throws -> (CLISandbox, RunningCLI) in
+                let source = try CLISandbox()
+                source.extraEnvironment = rig.sandbox.extraEnvironment
+                #expect(source.setPasscode().code == 0)
+                #expect(source.enroll("right-index-finger", as: "alice").code == 0)
+                let provider = try source.start(["--sim", "secret-service"])
+                #expect(provider.waitForStderr("serving org.freedesktop.secrets"), "\(provider.stderrSoFar)")
+                return (source, provider)
+            }
+            defer {
+                // Already stopped below unless the test threw: then without waiting.
+                if provider.poll() == nil { provider.signal(SIGKILL) }
+                source.close()
+            }
             let collections = SecretServiceCollectionTests.script
             #expect(await rig.run("/usr/bin/python3", [collections, "create", "Work", "work"]).code == 0)
             #expect(await rig.run("/usr/bin/python3", [collections, "store", "alias:work", "VPN", "service=vpn"], stdin: Array("vpn-secret".utf8)).code == 0)
@@ -126,6 +134,10 @@ struct SecretServiceImportTests {
             #expect(await Self.fixture(rig, ["is-locked", "Work"]).stdoutText == "locked=True\n", "locked again, as it was found")
             let list = await rig.cli(["--sim", "list"]).stdoutText
             #expect(list.contains("VPN") && list.contains("Mail"), "\(list)")
+            _ = try await offPool { () -> CLIResult in
+                provider.signal(SIGTERM)
+                return provider.wait(timeout: 30)
+            }
         }
     }
 }
@@ -164,10 +176,18 @@ final class GnomeKeyring: @unchecked Sendable {
         }
     }
 
+    /// SIGTERM, and waits for it to end (blocking: off the cooperative pool).
     func stop() {
         guard let process else { return }
         self.process = nil
         process.signal(SIGTERM)
         _ = process.wait(timeout: 30)
+    }
+
+    /// SIGKILL without waiting, when a test ends early (a `defer` may not block).
+    func kill() {
+        guard let process else { return }
+        self.process = nil
+        process.signal(SIGKILL)
     }
 }

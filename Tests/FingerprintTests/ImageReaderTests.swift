@@ -1,4 +1,5 @@
 import Foundation
+import TestRigs
 import Testing
 import TouchstoneSimulator
 @testable import TouchstoneFingerprint
@@ -19,19 +20,18 @@ extension VirtualReaderTests {
         @Test func impressionsOfTheEnrolledFingerMatchAndAnotherFingerDoesNot() async throws {
             try await withRig(.image) { rig in
                 #expect(rig.reader.driver == "virtual_image")
-                let generator = SyntheticFingerprints.shared
                 let print = try await rig.enrollImages(of: Self.enrolled, from: 1)
                 #expect(print.reader == rig.reader.identity)
 
                 // Impressions never enrolled: a different touch of the same finger matches.
                 for number in 6...7 {
-                    try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: number))
+                    try await rig.socket.sendImage(try await impression(Self.enrolled, number))
                     #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true,
                             "impression \(number) of the enrolled finger")
                 }
                 // Another finger's touches do not.
                 for number in 1...2 {
-                    try await rig.socket.sendImage(generator.impression(of: Self.stranger, number: number))
+                    try await rig.socket.sendImage(try await impression(Self.stranger, number))
                     #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == false,
                             "impression \(number) of another finger")
                 }
@@ -40,18 +40,17 @@ extension VirtualReaderTests {
 
         @Test func aRetryFromTheImageReaderIsReportedAndEnrolmentGoesOn() async throws {
             try await withRig(.image) { rig in
-                let generator = SyntheticFingerprints.shared
                 let log = EventLog()
                 let enrolling = Task {
                     try await rig.backend.enroll(.leftThumb, username: "alice", on: rig.reader.identity,
                                                  timeout: .seconds(120), events: log.handler)
                 }
-                try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: 1))
+                try await rig.socket.sendImage(try await impression(Self.enrolled, 1))
                 try await waitUntil("the first stage", limit: .seconds(60)) { log.events.count == 1 }
                 try await rig.socket.sendImageRetry(.tooShort)
                 try await waitUntil("the retry", limit: .seconds(60)) { log.events.count == 2 }
                 for number in 2...5 {
-                    try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: number))
+                    try await rig.socket.sendImage(try await impression(Self.enrolled, number))
                     try await waitUntil("stage \(number)", limit: .seconds(60)) { log.events.count == number + 1 }
                 }
                 let print = try await enrolling.value
@@ -66,7 +65,7 @@ extension VirtualReaderTests {
                 let error = await fingerprintError { _ = try await verifying.value }
                 #expect(error == .busy)
                 // And the reader still verifies after it.
-                try await rig.socket.sendImage(generator.impression(of: Self.enrolled, number: 6))
+                try await rig.socket.sendImage(try await impression(Self.enrolled, 6))
                 #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true)
             }
         }
@@ -86,7 +85,7 @@ extension VirtualRig {
         var number = first
         while !log.events.contains(.stage(completed: reader.enrollStages, total: reader.enrollStages)) {
             let seen = log.events.count
-            try await socket.sendImage(SyntheticFingerprints.shared.impression(of: id, number: number))
+            try await socket.sendImage(try await impression(id, number))
             number += 1
             try await waitUntil("progress after impression \(number - 1) of \(id)", limit: .seconds(60)) {
                 log.events.count > seen
@@ -94,4 +93,12 @@ extension VirtualRig {
         }
         return try await enrolling.value
     }
+}
+
+/// Impression `number` of synthetic finger `id`, made off the cooperative
+/// pool: growing a finger's master print takes seconds in a debug build,
+/// and a pool thread held that long stalls other tests' tasks (a daemon's
+/// sessions among them).
+func impression(_ id: String, _ number: Int) async throws -> GreyImage {
+    try await offPool { SyntheticFingerprints.shared.impression(of: id, number: number) }
 }
