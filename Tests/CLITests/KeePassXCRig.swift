@@ -7,8 +7,10 @@ import TestRigs
 /// scratch (removed with it), a fresh keepassxc.ini with its Secret Service
 /// on and no confirmation dialogs, and databases made by keepassxc-cli with
 /// their root group exposed, opened with their password on stdin
-/// (scripts/lib/keepassxc.py, which the benchmark shares, says how). Ready
-/// once each database is an unlocked collection. Stopped by PID.
+/// (scripts/lib/keepassxc.py, which the benchmark shares, says how). It
+/// saves only when it stops: KeePassXC 2.7.4 crashes when a store comes
+/// while it saves, and the tests store back to back. Ready once each
+/// database is an unlocked collection. Stopped by PID.
 final class KeePassXC: @unchecked Sendable {
     // @unchecked Sendable: one test's; `process` is only stopped once, from its flow.
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -22,7 +24,7 @@ final class KeePassXC: @unchecked Sendable {
     init(rig: SecretServiceRig, databases: [String]) throws {
         folder = rig.sandbox.scratch + "/keepassxc"
         let password = "keepassxc-password\n"
-        let prepared = rig.runBlocking("/usr/bin/python3", [Self.script, "prepare", folder] + databases, stdin: Array(password.utf8))
+        let prepared = rig.runBlocking("/usr/bin/python3", [Self.script, "prepare", "--save-on-exit", folder] + databases, stdin: Array(password.utf8))
         let paths = prepared.stdoutText.split(separator: "\n").map(String.init)
         guard prepared.code == 0, paths.count == databases.count else {
             throw RigFailure("KeePassXC's databases were not made: \(prepared.stderr)")
