@@ -6,8 +6,9 @@ import Testing
 /// `touchstone import --from-secret-service` from the real programs: Debian's
 /// gnome-keyring-daemon on the test's private bus (its login keyring
 /// unlocked with a password on stdin, as PAM does, and a second keyring),
-/// items made by secret-tool and python secretstorage, imported, then
-/// served by `touchstone secret-service` on the same bus and read back.
+/// or Debian's KeePassXC (two databases, headless), items made by
+/// secret-tool and python secretstorage, imported, then served by
+/// `touchstone secret-service` on the same bus and read back.
 @Suite("Moving in from another Secret Service")
 struct SecretServiceImportTests {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -15,6 +16,27 @@ struct SecretServiceImportTests {
 
     static func fixture(_ rig: SecretServiceRig, _ arguments: [String]) async -> CLIResult {
         await rig.run("/usr/bin/python3", [script] + arguments)
+    }
+
+    /// Imports from the source on the bus, checked: a dry run first (it
+    /// would add all `count` items, and adds nothing), the import (all
+    /// added, the alias `default` naming `defaultAlias`), then a second
+    /// import that adds nothing (all skipped); the source's dump still
+    /// `source`. The import's result.
+    @discardableResult
+    static func importTwice(_ rig: SecretServiceRig, count: Int, defaultAlias: String, source: CLIResult) async throws -> CLIResult {
+        let dry = await rig.cli(["--sim", "import", "--from-secret-service", "--dry-run"])
+        #expect(dry.code == 0 && dry.stdoutText.contains("found \(count), would add \(count), skipped 0, failed 0"), "\(dry.stdoutText) \(dry.stderr)")
+        #expect(await rig.cli(["--sim", "list"]).stdoutText.isEmpty, "a dry run adds nothing")
+        let imported = await rig.cli(["--sim", "import", "--from-secret-service"])
+        #expect(imported.code == 0 && imported.stdoutText.contains("found \(count), added \(count), skipped 0, failed 0"),
+                "\(imported.stdoutText) \(imported.stderr)")
+        #expect(imported.stdoutText.contains("the alias default now names \(defaultAlias)"), "\(imported.stdoutText)")
+        let again = await rig.cli(["--sim", "--json", "import", "--from-secret-service"])
+        let report = try JSONSerialization.jsonObject(with: Data(again.stdout)) as? [String: Any]
+        #expect(again.code == 0 && report?["added"] as? Int == 0 && (report?["skipped"] as? [Any])?.count == count, "\(again.stdoutText)")
+        #expect(await fixture(rig, ["dump"]).stdoutText == source.stdoutText, "the source is unchanged")
+        return imported
     }
 
     /// A dump's item lines (its `# LABEL locked=B` lines left out).
@@ -36,16 +58,7 @@ struct SecretServiceImportTests {
             #expect(before.code == 0 && Self.items(before).count == 6, "\(before.stdoutText) \(before.stderr)")
             #expect(before.stdoutText.contains("# Work locked=True"), "a locked source collection: \(before.stdoutText)")
 
-            let dry = await rig.cli(["--sim", "import", "--from-secret-service", "--dry-run"])
-            #expect(dry.code == 0 && dry.stdoutText.contains("found 6, would add 6, skipped 0, failed 0"), "\(dry.stdoutText) \(dry.stderr)")
-            #expect(await rig.cli(["--sim", "list"]).stdoutText.isEmpty, "a dry run adds nothing")
-            let imported = await rig.cli(["--sim", "import", "--from-secret-service"])
-            #expect(imported.code == 0 && imported.stdoutText.contains("found 6, added 6, skipped 0, failed 0"), "\(imported.stdoutText) \(imported.stderr)")
-            #expect(imported.stdoutText.contains("the alias default now names Login"), "\(imported.stdoutText)")
-            let again = await rig.cli(["--sim", "--json", "import", "--from-secret-service"])
-            let report = try JSONSerialization.jsonObject(with: Data(again.stdout)) as? [String: Any]
-            #expect(again.code == 0 && report?["added"] as? Int == 0 && (report?["skipped"] as? [Any])?.count == 6, "\(again.stdoutText)")
-            #expect(await Self.fixture(rig, ["dump"]).stdoutText == before.stdoutText, "the source is unchanged")
+            try await Self.importTwice(rig, count: 6, defaultAlias: "Login", source: before)
 
             // gnome-keyring out, touchstone in, on the same bus.
             try await offPool { keyring.stop() }
@@ -60,6 +73,48 @@ struct SecretServiceImportTests {
             let dumped = await Self.fixture(rig, ["dump"])
             let withNew = dumped.stdoutText + dumped.stderr
             #expect(withNew.contains("Login|New|kind=new"), "\(withNew)")
+        }
+    }
+
+    @Test("KeePassXC's two databases (binary, empty, 64 KiB and non-ASCII secrets; its Title, UserName, URL, Notes, Uuid and Path attributes) imported whole, labels, attributes and collections kept; a second import adds nothing; KeePassXC's items unchanged; served by touchstone after KeePassXC stops, read back byte for byte by secretstorage, the CLI and secret-tool")
+    func fromKeePassXC() async throws {
+        try await SecretServiceRig.with { rig in
+            #expect(await rig.setPasscode().code == 0)
+            let keepassxc = try await offPool { try KeePassXC(rig: rig, databases: ["Work", "Passwords"]) }
+            defer { keepassxc.stop() }
+            let populated = await Self.fixture(rig, ["populate-typed", "Work"])
+            #expect(populated.code == 0, "\(populated.stderr)")
+            let before = await Self.fixture(rig, ["dump"])
+            let lines = Self.items(before)
+            #expect(before.code == 0 && lines.count == 5, "\(before.stdoutText) \(before.stderr)")
+            // What KeePassXC shows as an item's attributes: its entry's fields but the password (Title is the
+            // label), the client's own, its read-only Uuid and Path, and the content type of a secret that is
+            // not text (kept as an attachment).
+            func shown(_ prefix: String, _ rest: String) -> Bool {
+                lines.contains { $0.hasPrefix(prefix) && $0.contains(rest) }
+            }
+            #expect(shown("Passwords|Binary|FDO_SECRETS_CONTENT_TYPE=application/octet-stream,Notes=,Path=/Binary,Title=Binary,URL=,UserName=,Uuid=",
+                          ",kind=binary|application/octet-stream|15|"), "\(lines)")
+            #expect(shown("Passwords|Empty|Notes=,Path=/Empty,Title=Empty,URL=,UserName=,Uuid=", ",kind=empty|text/plain|0|"), "\(lines)")
+            #expect(shown("Work|VPN|Notes=,Path=/VPN,Title=VPN,URL=https://vpn.example,UserName=ada,Uuid=", ",account=ada,service=vpn|text/plain|10|"),
+                    "\(lines)")
+            #expect(!lines.contains { $0.contains("|Password=") || $0.contains(",Password=") }, "the password is not an attribute: \(lines)")
+
+            let imported = try await Self.importTwice(rig, count: 5, defaultAlias: "Passwords", source: before)
+            #expect(imported.stderr.contains("importing from /usr/bin/keepassxc (keepassxc, pid "), "\(imported.stderr)")
+
+            // KeePassXC out, touchstone in, on the same bus.
+            let stopped = try await offPool { keepassxc.stop() }
+            #expect(stopped?.code == 0, "KeePassXC ends cleanly on SIGTERM: \(stopped?.stderr ?? "")")
+            try await rig.startProvider()
+            let after = await Self.fixture(rig, ["dump"])
+            #expect(Self.items(after) == lines, "before:\n\(before.stdoutText)\nafter:\n\(after.stdoutText)\n\(after.stderr)")
+            #expect(await rig.cli(["--sim", "get", "vpn", "ada"]).stdoutText == "vpn-secret")
+            // secret-tool stores where the default alias points, as it did with KeePassXC.
+            #expect(await rig.secretTool(["store", "--label=New", "kind", "new"], stdin: "new-secret").code == 0)
+            let dumped = await Self.fixture(rig, ["dump"])
+            #expect(dumped.stdoutText.contains("Passwords|New|kind=new"), "\(dumped.stdoutText) \(dumped.stderr)")
+            #expect(!dumped.stdoutText.contains("Work|New|"), "\(dumped.stdoutText)")
         }
     }
 

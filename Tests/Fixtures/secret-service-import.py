@@ -4,7 +4,14 @@ python secretstorage (Debian's python3, the bus in DBUS_SESSION_BUS_ADDRESS).
 
 Steps:
   populate COLLECTION_LABEL    items with a binary, an empty, a 64 KiB and a non-ASCII secret in the default
-                               collection, and one in the collection labelled COLLECTION_LABEL
+                               collection, and one in the collection labelled COLLECTION_LABEL (gnome-keyring:
+                               unlocked to store in it, then locked again)
+  populate-typed COLLECTION_LABEL
+                               the same items, the binary one stored as application/octet-stream (KeePassXC keeps
+                               a text/plain secret as a password, text: bytes that are not UTF-8 would not
+                               survive), the item in COLLECTION_LABEL with KeePassXC's UserName and URL too;
+                               no collection locked or unlocked (KeePassXC's Unlock asks for the database's
+                               password in its window)
   store-big BYTES              one item of BYTES bytes in the default collection
   dump                         every collection's items, one line each, sorted:
                                COLLECTION_LABEL|ITEM_LABEL|ATTRIBUTES|CONTENT_TYPE|LENGTH|SHA256
@@ -27,18 +34,29 @@ def collection(conn, label):
     sys.exit("no collection labelled %r" % label)
 
 
-def populate(conn, args):
+def populate_default(conn, binary_type):
     default = secretstorage.get_default_collection(conn)
     big = bytes((n * 7919) % 256 for n in range(64 * 1024))
-    default.create_item("Binary", {"kind": "binary"}, bytes([0, 1, 2, 254, 255]) * 3)
+    default.create_item("Binary", {"kind": "binary"}, bytes([0, 1, 2, 254, 255]) * 3, content_type=binary_type)
     default.create_item("Empty", {"kind": "empty"}, b"")
     default.create_item("Big", {"kind": "big"}, big, content_type="application/octet-stream")
     default.create_item("Pässwörd 日本", {"kind": "unicode", "ünïcode": "wert ✓"}, "geheim-秘密-✓".encode())
+
+
+def populate(conn, args):
+    populate_default(conn, "text/plain")
     # gnome-keyring loads a keyring without a password locked; its Unlock needs no prompt.
     other = collection(conn, args[0])
     other.unlock()
     other.create_item("VPN", {"service": "vpn", "account": "ada"}, b"vpn-secret")
     other.lock()
+    print("populated")
+
+
+def populate_typed(conn, args):
+    populate_default(conn, "application/octet-stream")
+    collection(conn, args[0]).create_item("VPN", {"service": "vpn", "account": "ada", "UserName": "ada",
+                                                  "URL": "https://vpn.example"}, b"vpn-secret")
     print("populated")
 
 
@@ -76,7 +94,7 @@ def is_locked(conn, args):
     print("locked=%s" % collection(conn, args[0]).is_locked())
 
 
-steps = {"populate": populate, "store-big": store_big, "dump": dump, "lock": lock, "is-locked": is_locked}
+steps = {"populate": populate, "populate-typed": populate_typed, "store-big": store_big, "dump": dump, "lock": lock, "is-locked": is_locked}
 
 if __name__ == "__main__":
     steps[sys.argv[1]](secretstorage.dbus_init(), sys.argv[2:])
