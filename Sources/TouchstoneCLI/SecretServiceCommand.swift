@@ -9,17 +9,23 @@ extension Session {
     /// provider on the session bus until SIGTERM or SIGINT (exit 0), or
     /// until another provider takes the name over.
     func secretService(replace: Bool, access: AccessControl) async throws {
+        try await withSessionBus(hint: "run it in a desktop session, or with DBUS_SESSION_BUS_ADDRESS set") { bus in
+            try await serve(on: bus, replace: replace, access: access)
+        }
+    }
+
+    /// Runs `body` with a connection to the session bus, closed last
+    /// whatever happens (its subscriptions and objects released before the
+    /// process ends). No bus: a failure with `hint`.
+    private func withSessionBus(hint: String, _ body: (DBusBus) async throws -> Void) async throws {
         let bus: DBusBus
         do {
             bus = try await DBusBus()
         } catch {
-            throw CLIFailure(.failure, "cannot connect to the session bus: \(error)",
-                             hint: "run it in a desktop session, or with DBUS_SESSION_BUS_ADDRESS set")
+            throw CLIFailure(.failure, "cannot connect to the session bus: \(error)", hint: hint)
         }
-        // The bus is closed last, whatever happens: its subscriptions and
-        // objects released before the process ends.
         do {
-            try await serve(on: bus, replace: replace, access: access)
+            try await body(bus)
         } catch {
             await bus.close()
             throw error
@@ -61,20 +67,9 @@ extension Session {
     /// item of the Secret Service on the session bus into this vault
     /// (`SecretServiceImport`). Exit 0 only when no item failed.
     func importSecretService(access: AccessControl, dryRun: Bool) async throws {
-        let bus: DBusBus
-        do {
-            bus = try await DBusBus()
-        } catch {
-            throw CLIFailure(.failure, "cannot connect to the session bus: \(error)",
-                             hint: "run it in the desktop session whose keyring you move from, or with DBUS_SESSION_BUS_ADDRESS set")
-        }
-        do {
+        try await withSessionBus(hint: "run it in the desktop session whose keyring you move from, or with DBUS_SESSION_BUS_ADDRESS set") { bus in
             try await importing(on: bus, access: access, dryRun: dryRun)
-        } catch {
-            await bus.close()
-            throw error
         }
-        await bus.close()
     }
 
     private func importing(on bus: DBusBus, access: AccessControl, dryRun: Bool) async throws {

@@ -148,9 +148,9 @@ extension SecretServiceProvider {
                 continue
             }
             guard case .vault(let reference, let collection)? = SecretPaths.Item(path: path),
-                  case .success = await resolve(reference, in: collection) else { continue }
+                  case .success(let item) = await resolve(reference, in: collection) else { continue }
             forget(reference, for: client)
-            if case .success(let item) = await resolve(reference, in: collection), isLocked(item, for: client) { locked.append(path) }
+            if isLocked(item, for: client) { locked.append(path) }
         }
         return .success([.array(element: "o", locked.map { .objectPath($0) }), .objectPath(SecretPaths.none)])
     }

@@ -265,7 +265,7 @@ extension SecretServiceProvider {
 
     // MARK: - Properties
 
-    func collectionProperties(_ id: String, for client: String) async -> Result<[(String, DBusValue)], DBusError> {
+    func collectionProperties(_ id: String) async -> Result<[(String, DBusValue)], DBusError> {
         guard let record = state.withLock({ $0.book.records[id] }) else { return .failure(Self.noSuchObject(SecretPaths.collection(id: id))) }
         func seconds(_ date: Date) -> DBusValue { .uint64(UInt64(max(0, date.timeIntervalSince1970))) }
         let paths: [String]

@@ -53,7 +53,7 @@ extension SecretServiceProvider {
             return .success([("Collections", .array(element: "o", ids.map { .objectPath(SecretPaths.collection(id: $0)) }))])
         case Self.collectionInterface:
             guard let collection = collectionID(forPath: path) else { return .failure(Self.noSuchObject(path)) }
-            return await collectionProperties(collection, for: client)
+            return await collectionProperties(collection)
         case Self.itemInterface:
             guard let item = SecretPaths.Item(path: path) else { return .failure(Self.noSuchObject(path)) }
             return await itemProperties(item, for: client)

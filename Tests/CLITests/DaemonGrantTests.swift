@@ -20,20 +20,9 @@ struct DaemonGrantTests {
 
             // This process (root) is the attacker's user: its vault in the
             // daemon, a finger, three items that open with any finger.
-            let home = rig.scratch + "/root-home"
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            func asRoot(_ arguments: [String], stdin: [UInt8] = []) throws -> RunningCLI {
-                try CLIProcess.start(["--daemon", rig.socket] + arguments, stdin: stdin,
-                                     environment: ["HOME": home, "TOUCHSTONE_HOME": home + "/ts", "PATH": "/usr/bin:/bin",
-                                                   "LANG": "C.UTF-8"],
-                                     scratch: rig.scratch, program: rig.touchstone)
-            }
-            #expect(try asRoot(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode)).wait().code == 0)
-            let enrolling = try asRoot(["enroll", "right-index-finger", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode))
-            #expect(rig.touch("root-finger", count: 5).code == 0)
-            #expect(enrolling.wait().code == 0)
+            try rig.setUpRoot(as: "root-finger")
             for n in 1...3 {
-                #expect(try asRoot(["add", "b\(n)", "root", "--access", "biometry-any"], stdin: Array("secret-\(n)".utf8)).wait().code == 0)
+                #expect(try rig.asRoot(["add", "b\(n)", "root", "--access", "biometry-any"], stdin: Array("secret-\(n)".utf8)).wait().code == 0)
             }
 
             let client = try RawClient(rig.socket)

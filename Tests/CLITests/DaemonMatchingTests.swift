@@ -13,18 +13,7 @@ struct DaemonMatchingTests {
             let rig = try DaemonRig()
             defer { rig.close() }
             // This process (root) speaks the protocol for its own vault.
-            let home = rig.scratch + "/root-home"
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
-            func asRoot(_ arguments: [String], stdin: [UInt8] = []) throws -> RunningCLI {
-                try CLIProcess.start(["--daemon", rig.socket] + arguments, stdin: stdin,
-                                     environment: ["HOME": home, "TOUCHSTONE_HOME": home + "/ts", "PATH": "/usr/bin:/bin",
-                                                   "LANG": "C.UTF-8"],
-                                     scratch: rig.scratch, program: rig.touchstone)
-            }
-            #expect(try asRoot(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode)).wait().code == 0)
-            let enrolling = try asRoot(["enroll", "right-index-finger", "--passcode-fd", "0"], stdin: CLISandbox.line(DaemonRig.passcode))
-            #expect(rig.touch("root-finger", count: 5).code == 0)
-            #expect(enrolling.wait().code == 0)
+            try rig.setUpRoot(as: "root-finger")
 
             /// Asks for matching-touches-set on a connection of its own (a
             /// request that does not decode is refused, and its connection
@@ -46,7 +35,7 @@ struct DaemonMatchingTests {
                 let success = (answer.json["success"] as? [String: Any])?["_0"] as? [String: Any]
                 return (success?["id"] as? NSNumber)?.uint64Value
             }
-            func shown() throws -> String { try asRoot(["matching"]).wait().stdoutText }
+            func shown() throws -> String { try rig.asRoot(["matching"]).wait().stdoutText }
 
             #expect(try grant(touching: ["root-finger"]) != nil, "one touch is enough by default: \(rig.daemonLog)")
             #expect(try setTouches("3", passcode: DaemonRig.passcode) != nil, "3 is no setting")

@@ -221,6 +221,28 @@ final class DaemonRig {
         return touched.code == 0 ? result : CLIResult(code: -1, stdout: result.stdout, stderr: "sim touch: \(touched.stderr)\n" + result.stderr)
     }
 
+    /// Runs `touchstone --daemon SOCKET` as this process's user (root), with
+    /// a home of its own under the scratch folder: root's vault in the
+    /// daemon, the attacker's user of the tests that speak the protocol by hand.
+    func asRoot(_ arguments: [String], stdin: [UInt8] = []) throws -> RunningCLI {
+        let home = scratch + "/root-home"
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        return try CLIProcess.start(["--daemon", socket] + arguments, stdin: stdin,
+                                    environment: ["HOME": home, "TOUCHSTONE_HOME": home + "/ts", "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"],
+                                    scratch: scratch, program: touchstone)
+    }
+
+    /// Root's vault in the daemon: its passcode set, `right-index-finger`
+    /// enrolled with five touches of simulated finger `id`.
+    func setUpRoot(as id: String) throws {
+        let set = try asRoot(["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode)).wait()
+        guard set.code == 0 else { throw RigFailure("passcode set as root: \(set.stderr)") }
+        let enrolling = try asRoot(["enroll", "right-index-finger", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
+        let touches = touch(id, count: 5)
+        let enrolled = enrolling.wait()
+        guard touches.code == 0, enrolled.code == 0 else { throw RigFailure("enroll as root: \(enrolled.stderr) / \(touches.stderr)") }
+    }
+
     /// Sets `user`'s passcode and enrols `finger` with simulated finger `id`.
     func setUp(_ user: TestUser, finger: String? = nil, as id: String = "") throws {
         let set = run(user, ["passcode", "set", "--passcode-fd", "0"], stdin: CLISandbox.line(Self.passcode))
