@@ -45,6 +45,8 @@ let package = Package(
         .executable(name: "touchstoned", targets: ["TouchstoneDaemon"]),
         // git's credential helper: `credential.helper touchstone` (docs/git.md).
         .executable(name: "git-credential-touchstone", targets: ["TouchstoneGitCredential"]),
+        // OpenSSH's security-key provider: libtouchstone-sk.so (docs/ssh.md, "Security keys").
+        .library(name: "touchstone-sk", type: .dynamic, targets: ["TouchstoneSK"]),
     ],
     targets: [
         // MARK: C libraries (Debian packages)
@@ -123,6 +125,10 @@ let package = Package(
                 swiftSettings: testSupport),
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
+        // The sk-api's structures (OpenSSH 9.2), for the provider library.
+        .target(name: "CSecurityKeyAPI", path: "Sources/CSecurityKeyAPI"),
+        .target(name: "TouchstoneSK", dependencies: ["CSecurityKeyAPI", "CSodium", "Touchstone", "TouchstoneCommandLine", "TouchstonePOSIX",
+                                                     "TouchstoneSecretService"]),
         .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],

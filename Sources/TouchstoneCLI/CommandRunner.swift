@@ -61,6 +61,7 @@ enum CommandRunner {
         case .secretService(let replace, let access): try await session.secretService(replace: replace, access: access)
         case .sshKey(let action): try await session.sshKey(action)
         case .sshAgent(let socket): try await session.sshAgent(socket: socket)
+        case .fido(let action): try await session.fido(action)
         case .doctor: try await session.doctor()
         }
     }

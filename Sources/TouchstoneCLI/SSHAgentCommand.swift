@@ -4,6 +4,7 @@ import TouchstoneCLISupport
 import TouchstoneCommandLine
 import TouchstonePOSIX
 import TouchstoneSSH
+import TouchstoneSecretService
 
 /// `touchstone ssh-agent`: the vault's ssh keys over the OpenSSH agent
 /// protocol (SSHAgent), each signature made by the TPM after what the
@@ -13,8 +14,9 @@ extension Session {
     func sshAgent(socket: String?) async throws {
         let path = try Self.agentSocketPath(socket)
         try await withDevice { device in
-            let notifier = await DesktopNotifier.connect()
-            let signer = AgentSigner(device: device, interaction: AgentInteraction(terminal: interaction),
+            let notifier = await DesktopNotifier.connect(log: { AgentSigner.log($0) })
+            let signer = AgentSigner(device: device,
+                                     interaction: DesktopInteraction(terminal: interaction, title: "Touchstone ssh-agent", log: { AgentSigner.log($0) }),
                                      timeout: options.timeout, notifier: notifier)
             let agent: SSHAgent
             do {
@@ -58,13 +60,13 @@ extension Session {
 /// The agent's keys and signatures, through the public API.
 final class AgentSigner: Sendable {
     let device: TouchstoneDevice
-    let interaction: AgentInteraction
+    let interaction: DesktopInteraction
     let timeout: Duration
     let notifier: DesktopNotifier?
     /// One signature at a time: one touch, one prompt naming its requester.
     private let turns = OneAtATime()
 
-    init(device: TouchstoneDevice, interaction: AgentInteraction, timeout: Duration, notifier: DesktopNotifier?) {
+    init(device: TouchstoneDevice, interaction: DesktopInteraction, timeout: Duration, notifier: DesktopNotifier?) {
         self.device = device
         self.interaction = interaction
         self.timeout = timeout

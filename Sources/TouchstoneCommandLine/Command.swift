@@ -45,6 +45,8 @@ public enum Command: Sendable, Hashable {
     case sshKey(SSHKeyAction)
     /// `ssh-agent [--socket PATH]`; `socket` is nil for the default.
     case sshAgent(socket: String?)
+    /// `fido list|delete`: FIDO credentials made and kept by the TPM.
+    case fido(FIDOAction)
     /// `doctor`: what this machine and session have of everything
     /// Touchstone needs, each with the fix for what is not right.
     case doctor
@@ -59,6 +61,14 @@ public enum Command: Sendable, Hashable {
         case delete(name: String)
         /// `sign NAME [--namespace NS] [--reason TEXT]`: the message on stdin.
         case sign(name: String, namespace: String, reason: String?)
+    }
+
+    /// What `fido` does.
+    public enum FIDOAction: Sendable, Hashable {
+        /// `list`.
+        case list
+        /// `delete ID` (base64url, or a prefix of it that names one).
+        case delete(id: String)
     }
 
     /// What `passcode` does.
@@ -143,6 +153,8 @@ public enum Command: Sendable, Hashable {
         case .sshKey(.delete): "ssh-key delete"
         case .sshKey(.sign): "ssh-key sign"
         case .sshAgent: "ssh-agent"
+        case .fido(.list): "fido list"
+        case .fido(.delete): "fido delete"
         case .doctor: "doctor"
         }
     }

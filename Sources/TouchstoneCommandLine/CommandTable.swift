@@ -14,7 +14,7 @@ enum CommandTable {
             """,
         subcommands: [
             status, passcode, enroll, unenroll, fingers, verify, matching,
-            add, get, update, delete, list, importVault, secretService, sshKey, sshAgent, doctor, sim, demo, help,
+            add, get, update, delete, list, importVault, secretService, sshKey, sshAgent, fido, doctor, sim, demo, help,
         ])
 
     // MARK: Reader, TPM and passcode

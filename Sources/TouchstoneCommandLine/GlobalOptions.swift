@@ -50,3 +50,21 @@ public struct GlobalOptions: Sendable, Hashable {
         tpm == .simulator && reader == .simulator
     }
 }
+
+extension GlobalOptions {
+    /// The options of a program that has no command line of its own (the
+    /// security-key provider inside ssh-sk-helper): each from its
+    /// environment variable, else its default.
+    public static func fromEnvironment(_ environment: [String: String]) throws(EnvironmentError) -> GlobalOptions {
+        do throws(UsageError) {
+            return try RawGlobalOptions().resolved(environment: environment)
+        } catch {
+            throw EnvironmentError(message: error.message)
+        }
+    }
+
+    /// A variable of the environment that cannot be used: what is wrong.
+    public struct EnvironmentError: Error, Sendable {
+        public let message: String
+    }
+}

@@ -61,3 +61,20 @@ extension KeychainError {
         }
     }
 }
+
+extension KeychainError {
+    /// The keychain view of a device error, for a keychain record's change
+    /// that asks for the passcode as device changes do (`fido delete`).
+    package init(device error: DeviceError) {
+        switch error {
+        case .authentication(let failure): self = KeychainError(failure)
+        case .tpm(let failure): self = .tpm(failure)
+        case .storage(let failure): self = .storage(failure)
+        case .corrupted(let what): self = .corrupted(what)
+        case .daemon(let failure): self = .daemon(failure)
+        case .simulator(let failure): self = .tpm(TPMFailure(.unreachable, failure.description))
+        case .passcodeAlreadySet, .invalidPasscode, .fingerNotEnrolled, .enrolledOnAnotherReader:
+            self = .corrupted(error.message ?? "\(error)")
+        }
+    }
+}

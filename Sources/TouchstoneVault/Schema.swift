@@ -2,7 +2,7 @@
 /// version; each migration moves it up by one inside a transaction. A
 /// database newer than this code is refused, never touched.
 enum Schema {
-    static let current = 6
+    static let current = 7
 
     /// Migration `version` takes the schema from `version` to `version` + 1,
     /// inside the transaction that also sets the new version. (A switch,
@@ -16,6 +16,7 @@ enum Schema {
         case 3: try db.execute(countersAndFingers)
         case 4: try db.execute(itemReferences)
         case 5: try db.execute(sshKeys)  // Schema+SSHKeys.swift
+        case 6: try db.execute(fidoCredentials)  // Schema+FIDO.swift
         default: preconditionFailure("no migration from version \(version)")
         }
     }

@@ -46,7 +46,7 @@ extension Vault {
     func sshAuthValue(name: String, proof: VaultProof) throws(VaultError) -> SecureBytes? {
         let (row, info) = try loadSSHKey(name)
         guard let authAccess = Self.authAccess(info.access) else { return nil }
-        return try openItemKey(row.asItem, access: authAccess, name: ("ssh key", name), proof: proof)
+        return try openItemKey(row.signingKey(name).asItem, access: authAccess, name: ("ssh key", name), proof: proof)
     }
 }
 #endif

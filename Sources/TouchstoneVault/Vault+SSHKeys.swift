@@ -3,25 +3,8 @@ import TouchstoneSecure
 import TouchstoneTPM
 
 /// ssh keys (docs/ssh.md): P-256 signing keys made in the TPM, one
-/// `ssh_keys` row each. The TPM key's authPolicy carries the access control
-/// in the vault's scheme:
-///
-/// - `none`: [PolicySecret(gate)] PolicyCommandCode(Sign): this TPM only;
-/// - an alternative that is `biometry-current-set` alone: [PolicySecret(gate)]
-///   PolicyNV(enrolment counter <= the generation at creation), as a
-///   current-set class key's blob: an enrolment change closes it in the TPM,
-///   for good;
-/// - every other alternative (biometry-any, passcode, `&`): [PolicySecret(gate)]
-///   PolicyAuthValue, the key's authValue a random 32 bytes wrapped, as an
-///   item key is, to the class keys of those alternatives. A TPM object's
-///   policy cannot be sealed again, but the class keys are (biometry-any at
-///   every enrolment change, passcode at every passcode change): so the key
-///   keeps exactly an item's semantics, and goes with the class keys when
-///   the passcode is removed;
-/// - both: PolicyOR of the two branches.
-///
-/// Nothing returns the private key: the TPM makes it (sensitiveDataOrigin)
-/// and keeps it (fixedTPM, fixedParent).
+/// `ssh_keys` row each, under the access control as Vault+SigningKeys
+/// describes.
 extension Vault {
     package static let maximumSSHKeyName = 256
 
@@ -44,32 +27,10 @@ extension Vault {
         let keys: [UInt8]
         let cipher: Int64
 
-        /// As the item code reads wrapped keys (only `keys` and `lookup` are read).
-        var asItem: StoredItem { StoredItem(id: id, lookup: lookup, metadata: [], secret: [], keys: keys, cipher: cipher) }
-    }
-
-    /// The TPM policy for `access`, and the access control the key's
-    /// authValue is wrapped for (nil: the policy has no PolicyAuthValue
-    /// branch).
-    private func sshPolicy(for access: AccessControl) throws(VaultError) -> (SealPolicy, AccessControl?, [UInt32: [UInt8]]) {
-        if access.flags.isEmpty { return (.deviceBound, nil, [:]) }
-        let currentSetAlone = access.combination == .any && access.flags.contains(.biometryCurrentSet)
-        let authAccess = Self.authAccess(access)
-        var biometric: BiometricCondition?
-        var names: [UInt32: [UInt8]] = [:]
-        if currentSetAlone {
-            let counter = try requireCounter(.enrollment)
-            names = try sealingNames([counter])
-            biometric = BiometricCondition(counter: counter.handle, atMost: try enrollmentGeneration())
+        /// Its signing key, named for messages.
+        func signingKey(_ name: String) -> StoredSigningKey {
+            StoredSigningKey(id: id, lookup: lookup, tpm: tpm, keys: keys, cipher: cipher, what: ("ssh key", name))
         }
-        return (SealPolicy(biometric: biometric, passcode: authAccess != nil), authAccess, names)
-    }
-
-    /// The access control of the key's authValue, from the key's.
-    static func authAccess(_ access: AccessControl) -> AccessControl? {
-        if access.flags.isEmpty { return nil }
-        let others = access.combination == .all ? access.flags : access.flags.filter { $0 != .biometryCurrentSet }
-        return others.isEmpty ? nil : AccessControl(stored: others, combination: access.combination)
     }
 
     // MARK: - Create, delete
@@ -86,29 +47,16 @@ extension Vault {
         guard comment.utf8.count <= Self.maximumFieldSize, clean(comment) else {
             throw VaultError.invalidInput("an ssh key's comment is at most \(Self.maximumFieldSize) bytes, without control characters")
         }
-        if !access.flags.isEmpty { guard isPasscodeSet else { throw VaultError.passcodeNotSet } }
         let lookup = sshLookup(name)
         if try sshKeyExists(lookup) { throw VaultError.duplicateItem }
-
-        let (policy, authAccess, names) = try sshPolicy(for: access)
-        var wraps: [Wrap] = []
-        var authValue: SecureBytes?
-        if let authAccess {
-            let value = SecureBytes.random(count: Crypto.keySize)
-            wraps = try wrap(value, for: authAccess)
-            authValue = value
-        }
-        let key = try withTPM { () throws(TPMError) in
-            try tpm.createSigningKey(policy: policy, authValue: authValue.map { PasscodeAuth(authValue: $0) }, expectedNames: names)
-        }
+        let key = try makeSigningKey(access: access)
         let info = SSHKeyInfo(name: name, comment: comment, access: access, created: Date(), publicPoint: key.publicPoint, state: .ok)
         let cipher = recordCipher
         let metadata = try metadataKeys.key(cipher).seal(Self.encodeSSHKey(info), ad: Self.sshMetadataAD(lookup))
         try db.transaction { () throws(VaultError) in
             if try sshKeyExists(lookup) { throw VaultError.duplicateItem }
             try db.query("INSERT INTO ssh_keys(lookup, metadata, tpm, keys, cipher) VALUES(?, ?, ?, ?, ?)",
-                         [.blob(lookup), .blob(metadata), .blob(key.blob.serialized()),
-                          .blob(wraps.isEmpty ? [] : WrapCodec.encode(wraps)), .integer(cipher.rawValue)])
+                         [.blob(lookup), .blob(metadata), .blob(key.tpm), .blob(key.keys), .integer(cipher.rawValue)])
         }
         return info
     }
@@ -161,13 +109,7 @@ extension Vault {
         let rows = try db.rows("SELECT \(Self.sshColumns) FROM ssh_keys ORDER BY id", [], Self.storedSSHKey)
         if rows.isEmpty { return [] }
         let classKeys = try classKeys()
-        var generation: UInt64?? = .none
-        func currentGeneration() -> UInt64? {
-            if case .some(let known) = generation { return known }
-            let read = try? enrollmentGeneration()
-            generation = .some(read)
-            return read
-        }
+        let currentGeneration = enrollmentGenerationOnce()
         return rows.map { row in
             guard let info = try? openSSHMetadata(row) else {
                 return SSHKeyInfo(name: "?", comment: "", access: .none, created: Date(timeIntervalSince1970: 0), publicPoint: [],
@@ -179,50 +121,16 @@ extension Vault {
         }
     }
 
-    /// ok when a way to sign is open, invalidated when none is; throws
-    /// for a damaged record.
     private func sshKeyState(_ row: StoredSSHKey, _ info: SSHKeyInfo, _ classKeys: [Int64: ClassKey],
                              _ generation: () -> UInt64?) throws(VaultError) -> ListedItem.State {
-        let blob = try Self.sshBlob(row)
-        guard try Self.throughTPM({ () throws(TPMError) in try TPM.publicPoint(of: blob) }) == info.publicPoint else { throw VaultError.corrupted("an ssh key's TPM key is not its own") }
-        if info.access.flags.isEmpty { return .ok }
-        if let bio = blob.policy.biometric, let current = generation(), bio.counterAtMost == current { return .ok }
-        if let authAccess = Self.authAccess(info.access) {
-            let wraps = try self.wraps(of: row.asItem)
-            guard Self.ways(wraps, match: authAccess) else { throw VaultError.corrupted("an ssh key's wrapped keys do not match") }
-            let needsGeneration = wraps.contains { $0.classKeyIDs.contains { classKeys[$0]?.kind == .biometryCurrentSet } }
-            if wraps.contains(where: { Self.isOpen($0, classKeys, needsGeneration ? generation() : nil) }) { return .ok }
-        }
-        return .invalidated
-    }
-
-    private static func sshBlob(_ row: StoredSSHKey) throws(VaultError) -> SealedBlob {
-        do throws(TPMError) { return try SealedBlob(serialized: row.tpm) } catch { throw VaultError.corrupted("an ssh key's TPM blob is damaged") }
+        try signingKeyState(row.signingKey(info.name), access: info.access, publicPoint: info.publicPoint, classKeys, generation)
     }
 
     /// The key's ways to sign that are still open, as an access control
-    /// (what to ask for); `itemInvalidated` when none is. As for items,
-    /// the enrolment generation comes from the database (no TPM command):
-    /// the TPM checks the counter itself at the signature.
+    /// (what to ask for); `itemInvalidated` when none is.
     package func sshKeyOpenAccess(name: String) throws(VaultError) -> AccessControl {
         let (row, info) = try loadSSHKey(name)
-        let blob = try Self.sshBlob(row)
-        guard try Self.throughTPM({ () throws(TPMError) in try TPM.publicPoint(of: blob) }) == info.publicPoint else { throw VaultError.corrupted("the ssh key \(name)'s TPM key is not its own") }
-        if info.access.flags.isEmpty { return .none }
-        let classKeys = try classKeys()
-        let generation = try? committedGeneration(.enrollment)
-        var open: [[AccessFlag]] = []
-        if let bio = blob.policy.biometric, bio.counterAtMost == generation { open.append([.biometryCurrentSet]) }
-        if let authAccess = Self.authAccess(info.access) {
-            let wraps = try self.wraps(of: row.asItem)
-            guard Self.ways(wraps, match: authAccess) else { throw VaultError.corrupted("the ssh key \(name)'s wrapped keys do not match its access") }
-            for (wrap, alternative) in zip(wraps, authAccess.alternatives) where Self.isOpen(wrap, classKeys, generation) {
-                open.append(alternative)
-            }
-        }
-        guard !open.isEmpty else { throw VaultError.itemInvalidated }
-        if info.access.combination == .all { return info.access }
-        return AccessControl(stored: open.flatMap { $0 }, combination: .any)
+        return try signingKeyOpenAccess(row.signingKey(name), access: info.access, publicPoint: info.publicPoint)
     }
 
     // MARK: - Sign
@@ -235,26 +143,7 @@ extension Vault {
     /// passcode class key).
     package func signSSH(name: String, digest: [UInt8], proof: VaultProof) throws(VaultError) -> (r: [UInt8], s: [UInt8]) {
         let (row, info) = try loadSSHKey(name)
-        let blob = try Self.sshBlob(row)
-        guard try Self.throughTPM({ () throws(TPMError) in try TPM.publicPoint(of: blob) }) == info.publicPoint else { throw VaultError.corrupted("the ssh key \(name)'s TPM key is not its own") }
-        if info.access.flags.isEmpty {
-            return try withTPM { () throws(TPMError) in try tpm.sign(digest: digest, with: blob, via: .device) }
-        }
-        var closed = false
-        if blob.policy.biometric != nil, proof.biometricMatch {
-            do throws(VaultError) {
-                return try withTPM { () throws(TPMError) in try tpm.sign(digest: digest, with: blob, via: .biometric) }
-            } catch VaultError.tpm(.enrollmentChanged) {
-                closed = true  // the set changed since the key was made: its branch is closed for good
-            }
-        }
-        guard let authAccess = Self.authAccess(info.access), blob.policy.passcode else {
-            throw closed || blob.policy.biometric == nil ? VaultError.itemInvalidated : VaultError.authenticationRequired
-        }
-        guard let authValue = try openItemKey(row.asItem, access: authAccess, name: ("ssh key", name), proof: proof) else {
-            throw VaultError.corrupted("the ssh key \(name) has a device way in")
-        }
-        return try withTPM { () throws(TPMError) in try tpm.sign(digest: digest, with: blob, via: .passcode(PasscodeAuth(authValue: authValue))) }
+        return try sign(digest: digest, with: row.signingKey(name), access: info.access, publicPoint: info.publicPoint, proof: proof)
     }
 
     // MARK: - Record

@@ -53,7 +53,7 @@ extension InProcessEngine {
     }
 
     /// A proof that satisfies `access`, obtained with a touch and/or the passcode.
-    private func proof(for access: AccessControl, reason: String,
+    func proof(for access: AccessControl, reason: String,
                        _ settings: ContextSettings) async throws(BackendFailure) -> VaultProof {
         guard vault.isPasscodeSet else { throw .authentication(.passcodeNotSet) }
         let interaction = settings.interaction

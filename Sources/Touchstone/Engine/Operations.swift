@@ -16,6 +16,7 @@ package enum EngineOperations {
         Calls.UpdateItem.self, Calls.DeleteItem.self,
         Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self, Calls.SSHKeyOpenAccess.self,
         Calls.SignSSH.self,
+        Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
     ]
 
     /// The operations by name.
@@ -333,5 +334,41 @@ extension Calls.SignSSH: EngineOperation {
     package func run(on engine: isolated InProcessEngine,
                      interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> SSHSignature {
         try await engine.signSSH(name: name, digest: digest, grant: grant)
+    }
+}
+
+// MARK: - FIDO credentials
+
+extension Calls.CreateFIDOCredential: EngineOperation {
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> FIDOCredentialInfo {
+        try await engine.createFIDOCredential(request, replace: replace)
+    }
+}
+
+extension Calls.FIDOCredentials: EngineOperation {
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> [FIDOCredentialInfo] {
+        try await engine.fidoCredentials(relyingParty: relyingParty)
+    }
+}
+
+extension Calls.DeleteFIDOCredential: EngineOperation {
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> Done {
+        try await engine.deleteFIDOCredential(id: id, passcode: passcode.bytes)
+        return Done()
+    }
+}
+
+extension Calls.AssertFIDO: EngineOperation {
+    package static var releasesReader: Bool { true }
+
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> FIDOAssertion {
+        let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
+                                       touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
+        return try await engine.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification, reason: reasonText,
+                                           settings: settings)
     }
 }

@@ -503,3 +503,75 @@ extension Calls {
         }
     }
 }
+
+// MARK: - FIDO credentials (docs/fido.md): nothing of a private key crosses the seam
+
+extension Calls {
+    /// A new credential in the TPM; a discoverable one for a relying party
+    /// and user that have one replaces it only with `replace`.
+    package struct CreateFIDOCredential: EngineRequest {
+        package typealias Response = FIDOCredentialInfo
+        package typealias Failure = KeychainError
+        package static let name = "fido-create"
+        package var request: FIDOCredentialRequest
+        package var replace: Bool
+        package init(_ request: FIDOCredentialRequest, replace: Bool) {
+            self.request = request
+            self.replace = replace
+        }
+    }
+
+    /// The credentials (of one relying party, when named), with their state.
+    package struct FIDOCredentials: EngineRequest {
+        package typealias Response = [FIDOCredentialInfo]
+        package typealias Failure = KeychainError
+        package static let name = "fido-list"
+        package var relyingParty: String?
+        package init(relyingParty: String?) { self.relyingParty = relyingParty }
+    }
+
+    /// Deletes a credential: the passcode, checked by the engine.
+    package struct DeleteFIDOCredential: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "fido-delete"
+        package static let secretSlots = ["passcode"]
+        package var id: [UInt8]
+        package var passcode: WireSecret
+        package init(id: [UInt8], passcode: SecureBytes) {
+            self.id = id
+            self.passcode = WireSecret(passcode)
+        }
+    }
+
+    /// An assertion: the engine asks for the touch (and the verification)
+    /// itself, in this one operation, so that the flags it signs say what
+    /// happened for this signature and never come from a grant.
+    package struct AssertFIDO: EngineRequest {
+        package typealias Response = FIDOAssertion
+        package typealias Failure = KeychainError
+        package static let name = "fido-assert"
+        package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
+        package var target: String? { "FIDO credential \(FIDOCredentialInfo.base64url(id).prefix(8))" }
+        package var id: [UInt8]
+        /// The relying party (or ssh application) asking: the credential's own, or no assertion.
+        package var relyingParty: String
+        package var clientDataHash: [UInt8]
+        package var userVerification: Bool
+        package var reasonText: String
+        package var interactionNotAllowed: Bool
+        package var touchTimeoutMilliseconds: Int
+        package var reason: String? { reasonText }
+
+        package init(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, reason: String,
+                     interactionNotAllowed: Bool, touchTimeout: Duration) {
+            self.id = id
+            self.relyingParty = relyingParty
+            self.clientDataHash = clientDataHash
+            self.userVerification = userVerification
+            reasonText = reason
+            self.interactionNotAllowed = interactionNotAllowed
+            touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import TouchstoneTPM
+import TouchstoneVault
+
+/// FIDO credentials: the vault's, each assertion asked for and signed in
+/// one operation (no grant: the flags say what this signature was given).
+extension InProcessEngine {
+    package func createFIDOCredential(_ request: FIDOCredentialRequest, replace: Bool) async throws(KeychainError) -> FIDOCredentialInfo {
+        try await keychain { () throws(BackendFailure) in
+            try vaultCall(vault.createFIDOCredential(request, replace: replace))
+        }
+    }
+
+    package func fidoCredentials(relyingParty: String?) async throws(KeychainError) -> [FIDOCredentialInfo] {
+        try await keychain { () throws(BackendFailure) in try vaultCall(vault.fidoCredentials(relyingParty: relyingParty)) }
+    }
+
+    /// Deletes the credential after the passcode (the daemon's throttle in
+    /// front of the TPM's check, as every passcode it is given).
+    package func deleteFIDOCredential(id: [UInt8], passcode: SecureBytes) async throws(KeychainError) {
+        var missing = false
+        do throws(DeviceError) {
+            try await throttled(passcode) { () async throws(DeviceError) in
+                try await device { () throws(BackendFailure) in
+                    try vaultCall(vault.requireWritable())
+                    _ = try vaultCall(vault.verifyPasscode(PasscodeAuth(passcode: passcode)))
+                    do throws(VaultError) {
+                        try vault.deleteFIDOCredential(id: id)
+                    } catch .itemNotFound {
+                        missing = true
+                    } catch {
+                        throw BackendFailure(vault: error)
+                    }
+                }
+            }
+        } catch {
+            throw KeychainError(device: error)
+        }
+        if missing { throw .itemNotFound }
+    }
+
+    /// An assertion by the credential `id`: the touch (or the passcode)
+    /// its open ways ask, then the vault's counter and the TPM's signature.
+    package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, reason: String,
+                            settings: ContextSettings) async throws(KeychainError) -> FIDOAssertion {
+        try await keychain { () async throws(BackendFailure) in
+            let open = try vaultCall(vault.fidoOpenAccess(id: id, relyingParty: relyingParty))
+            let proof = try await proof(for: open, reason: reason, settings)
+            return try vaultCall(vault.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification, proof: proof))
+        }
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// FIDO credentials (docs/fido.md): P-256 signing keys that the TPM makes
+/// and keeps, each for one relying party (a website, or an ssh
+/// application), signing assertions whose flags say what the person did
+/// for that signature: user present after a touch (or the passcode), user
+/// verified after a finger match or the passcode when verification was
+/// asked. Every assertion asks anew: no reuse window, no grant.
+public struct FIDOCredentials: Sendable {
+    let device: TouchstoneDevice
+    var engine: any Engine { device.engine }
+
+    /// Makes a new credential in the TPM (no authentication, as adding an
+    /// item; the passcode must be set and the access is never `none`). A
+    /// discoverable credential for a relying party and user that have one
+    /// is refused (`duplicateItem`) unless `replace`.
+    public func create(_ request: FIDOCredentialRequest, replace: Bool = false) async throws(KeychainError) -> FIDOCredentialInfo {
+        try await engine.call(Calls.CreateFIDOCredential(request, replace: replace))
+    }
+
+    /// The credentials, of `relyingParty` when given (no authentication).
+    public func list(relyingParty: String? = nil) async throws(KeychainError) -> [FIDOCredentialInfo] {
+        try await engine.call(Calls.FIDOCredentials(relyingParty: relyingParty))
+    }
+
+    /// Deletes the credential; the passcode is checked by the engine.
+    public func delete(id: [UInt8], passcode: SecureBytes) async throws(KeychainError) {
+        _ = try await engine.call(Calls.DeleteFIDOCredential(id: id, passcode: passcode))
+    }
+
+    /// An assertion by the credential `id` (of `relyingParty`: another's
+    /// is not found) over `clientDataHash` (the
+    /// SHA-256 of what the client signs: WebAuthn's client data, ssh's
+    /// message), after the touch its access asks, through `interaction`.
+    /// `userVerification`: the user-verified flag is wanted (a credential
+    /// made `verificationRequired` always wants it).
+    public func assert(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, reason: String,
+                       interaction: (any AuthenticationInteraction)?, touchTimeout: Duration = .seconds(30)) async throws(KeychainError) -> FIDOAssertion {
+        let request = Calls.AssertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification, reason: reason,
+                                       interactionNotAllowed: false, touchTimeout: touchTimeout)
+        return try await engine.operation { () async throws(KeychainError) in
+            try await engine.call(request, interaction: interaction)
+        }
+    }
+}
+
+extension TouchstoneDevice {
+    /// The FIDO credentials, made and kept by the TPM.
+    public var fido: FIDOCredentials { FIDOCredentials(device: self) }
+}
