@@ -127,8 +127,12 @@ let package = Package(
         // protocol over a Unix socket.
         // The sk-api's structures (OpenSSH 9.2), for the provider library.
         .target(name: "CSecurityKeyAPI", path: "Sources/CSecurityKeyAPI"),
+        // Linked -z nodelete: ssh-sk-helper dlcloses the provider as soon as
+        // a call returns, while the Swift runtime's threads (the engine's,
+        // the pool's) still run code of it; unmapped, they crash.
         .target(name: "TouchstoneSK", dependencies: ["CSecurityKeyAPI", "CSodium", "Touchstone", "TouchstoneCommandLine", "TouchstonePOSIX",
-                                                     "TouchstoneSecretService"]),
+                                                     "TouchstoneSecretService"],
+                linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])]),
         .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],

@@ -16,7 +16,11 @@ final class SSHServerRig {
     private(set) var port = 0
     private var pid: pid_t?
 
-    init(authorizedKey: String) throws {
+    /// `extraConfig`: lines added to sshd_config (`PubkeyAuthOptions verify-required`).
+    let extraConfig: String
+
+    init(authorizedKey: String, extraConfig: String = "") throws {
+        self.extraConfig = extraConfig
         folder = try makeTemporaryDirectory("tsh")
         chmod(folder, 0o755)  // sshd reads authorized_keys as the user
         user = "tss\(UInt32.random(in: 10_000...99_999))"
@@ -58,7 +62,7 @@ final class SSHServerRig {
                 KbdInteractiveAuthentication no
                 PubkeyAuthentication yes
                 LogLevel VERBOSE
-
+                \(extraConfig)
                 """
             try config.write(toFile: folder + "/sshd_config", atomically: true, encoding: .utf8)
             var actions = posix_spawn_file_actions_t()

@@ -30,6 +30,7 @@ final class TPMTap: @unchecked Sendable {
     static let nvIncrement: UInt32 = 0x134
     static let nvRead: UInt32 = 0x14E
     static let nvReadPublic: UInt32 = 0x169
+    static let sign: UInt32 = 0x15D
 
     let swtpm: Swtpm
     let target: UInt32

@@ -1,0 +1,191 @@
+import Foundation
+import Glibc
+import Testing
+import TestRigs
+
+/// OpenSSH's security keys (ecdsa-sk) made and used through
+/// libtouchstone-sk.so by OpenSSH's own programs, through both engines
+/// (docs/ssh.md, "Security keys").
+@Suite("Security keys: ssh-keygen, ssh, sshd and ssh-agent with libtouchstone-sk.so")
+struct SecurityKeyTests {
+    static let engines = SecurityKeyRig.Engine.allCases
+
+    @Test("a resident verify-required key: made by ssh-keygen, signs after the owner's touch with presence and verification in its flags, never after a stranger's; ssh-keygen -K downloads it and the download signs", arguments: engines)
+    func residentVerifiedKey(_ engine: SecurityKeyRig.Engine) async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(engine)
+            defer { rig.close() }
+            let line = try rig.makeKey("id_rk", ["resident", "verify-required", "application=ssh:work", "user=alice"])
+            #expect(line.hasPrefix("sk-ecdsa-sha2-nistp256@openssh.com "), "\(line)")
+            let listed = try rig.credentials()
+            #expect(listed.count == 1)
+            #expect(listed.first?["relyingParty"] as? String == "ssh:work" && listed.first?["user"] as? String == "alice")
+            #expect(listed.first?["discoverable"] as? Bool == true && listed.first?["verificationRequired"] as? Bool == true)
+            #expect(listed.first?["signCount"] as? Int == 0 && listed.first?["state"] as? String == "ok")
+
+            _ = try rig.file("message", "signed with a finger\n")
+            let (refused, none) = rig.sign("message", key: "id_rk", touching: SecurityKeyRig.stranger)
+            #expect(refused.code != 0 && none == nil, "a stranger's touch signed: \(refused.stderr)")
+
+            let (signed, signature) = rig.sign("message", key: "id_rk", touching: SecurityKeyRig.owner)
+            #expect(signed.code == 0, "\(signed.stderr)")
+            let first = try rig.verify("message", signature: try #require(signature), publicKey: line)
+            #expect(first.good, "\(first.output)")
+            #expect(first.flags == 0x05, "user present and verified: \(first.output)")
+            let firstCounter = try #require(first.counter)
+
+            // ssh-keygen -K: the resident key comes back, with its verify-required flag, and signs.
+            let download = rig.folder + "/download"
+            let fetched = rig.shell("mkdir -p \"$1\" && cd \"$1\" && exec ssh-keygen -K < /dev/null", [download])
+            #expect(fetched.code == 0, "\(fetched.stdoutText) \(fetched.stderr)")
+            let downloadedPublic = try String(contentsOfFile: download + "/id_ecdsa_sk_rk_work_alice.pub", encoding: .utf8)
+            #expect(downloadedPublic.hasPrefix(line.components(separatedBy: " ").prefix(2).joined(separator: " ")), "the same public key")
+            let (again, secondSignature) = rig.sign("message", key: "download/id_ecdsa_sk_rk_work_alice", touching: SecurityKeyRig.owner)
+            #expect(again.code == 0, "\(again.stderr)")
+            let second = try rig.verify("message", signature: try #require(secondSignature), publicKey: line)
+            #expect(second.good && second.flags == 0x05, "\(second.output)")
+            #expect((second.counter ?? 0) > firstCounter, "the counter rises: \(firstCounter) then \(second.counter ?? 0)")
+            if engine == .daemon { #expect(rig.daemonLog.contains("fido-assert"), "the daemon's log names the call") }
+        }
+    }
+
+    @Test("a key made without verify-required signs with presence only (flags 0x01); ed25519-sk and no-touch-required are refused, saying why", arguments: engines)
+    func presenceOnlyAndRefusals(_ engine: SecurityKeyRig.Engine) async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(engine)
+            defer { rig.close() }
+            let line = try rig.makeKey("id_plain")
+            _ = try rig.file("message", "touched\n")
+            let (signed, signature) = rig.sign("message", key: "id_plain", touching: SecurityKeyRig.owner)
+            #expect(signed.code == 0, "\(signed.stderr)")
+            let verified = try rig.verify("message", signature: try #require(signature), publicKey: line)
+            #expect(verified.good && verified.flags == 0x01, "\(verified.output)")
+            #expect(try rig.credentials().first?["discoverable"] as? Bool == false)
+
+            let ed25519 = rig.run("/usr/bin/ssh-keygen", ["-q", "-t", "ed25519-sk", "-f", rig.folder + "/id_ed", "-N", "", "-w", rig.provider])
+            #expect(ed25519.code != 0 && ed25519.stderr.contains("a TPM 2.0 has no Ed25519"), "\(ed25519.stderr)")
+            let untouched = rig.run("/usr/bin/ssh-keygen", ["-q", "-t", "ecdsa-sk", "-f", rig.folder + "/id_nt", "-N", "", "-w", rig.provider,
+                                                            "-O", "no-touch-required"])
+            #expect(untouched.code != 0 && untouched.stderr.contains("no-touch-required is not offered"), "\(untouched.stderr)")
+            #expect(try rig.credentials().count == 1, "nothing made by the refused enrolments")
+        }
+    }
+
+    @Test("sshd with verify-required (sshd_config and authorized_keys): the verified key logs in after the owner's touch, not after a stranger's; a key made without verification is refused; through ssh-agent -P too", arguments: engines)
+    func loginRequiresVerification(_ engine: SecurityKeyRig.Engine) async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(engine)
+            defer { rig.close() }
+            let verified = try rig.makeKey("id_uv", ["verify-required"])
+            let plain = try rig.makeKey("id_plain")
+            func login(_ server: SSHServerRig, key: String, touching finger: String) -> CLIResult {
+                rig.runTouching(finger, "/usr/bin/ssh", ["-i", rig.folder + "/" + key, "-o", "IdentitiesOnly=yes",
+                                                         "-o", "SecurityKeyProvider=" + rig.provider]
+                                + server.sshArguments("echo logged-in-as-$(id -un)"))
+            }
+
+            // verify-required for every key, in sshd_config.
+            let global = try rig.sshServer(authorizedKeys: [verified, plain], extraConfig: "PubkeyAuthOptions verify-required")
+            defer { global.close() }
+            let inside = login(global, key: "id_uv", touching: SecurityKeyRig.owner)
+            #expect(inside.code == 0 && inside.stdoutText == "logged-in-as-\(global.user)\n", "\(inside.stdoutText) \(inside.stderr)\n\(global.log)")
+            let stranger = login(global, key: "id_uv", touching: SecurityKeyRig.stranger)
+            #expect(stranger.code == 255 && !stranger.stdoutText.contains("logged-in"), "\(stranger.stdoutText) \(stranger.stderr)")
+            let unverified = login(global, key: "id_plain", touching: SecurityKeyRig.owner)
+            #expect(unverified.code == 255 && !unverified.stdoutText.contains("logged-in"), "\(unverified.stdoutText) \(unverified.stderr)")
+            #expect(global.log.contains("user verification requirement not met"), "sshd says why: \(global.log)")
+            #expect(global.log.components(separatedBy: "Accepted publickey").count == 2, "one login only: \(global.log)")
+
+            // verify-required as the key's option in authorized_keys.
+            let perKey = try rig.sshServer(authorizedKeys: ["verify-required " + verified, "verify-required " + plain])
+            defer { perKey.close() }
+            #expect(login(perKey, key: "id_uv", touching: SecurityKeyRig.owner).code == 0, "\(perKey.log)")
+            #expect(login(perKey, key: "id_plain", touching: SecurityKeyRig.owner).code == 255, "\(perKey.log)")
+
+            // Through ssh-agent, which loads only providers -P allows.
+            let socket = rig.folder + "/agent.sock"
+            let agent = try rig.start("/usr/bin/ssh-agent", ["-D", "-a", socket, "-P", rig.provider])
+            defer {
+                agent.signal(SIGTERM)
+                _ = agent.wait(timeout: 30)
+            }
+            var listening = false
+            for _ in 0..<500 where !listening {
+                listening = FileManager.default.fileExists(atPath: socket)
+                if !listening { usleep(20_000) }
+            }
+            #expect(listening, "ssh-agent did not listen: \(agent.stderrSoFar)")
+            rig.extraEnvironment["SSH_AUTH_SOCK"] = socket
+            let added = rig.run("/usr/bin/ssh-add", ["-S", rig.provider, rig.folder + "/id_uv"])
+            #expect(added.code == 0, "\(added.stderr)")
+            let throughAgent = rig.runTouching(SecurityKeyRig.owner, "/usr/bin/ssh", ["-o", "IdentitiesOnly=no"]
+                                               + global.sshArguments("echo agent-login"), watching: agent)
+            #expect(throughAgent.code == 0 && throughAgent.stdoutText == "agent-login\n", "\(throughAgent.stderr) \(agent.stderrSoFar)")
+        }
+    }
+
+    @Test("fido delete: the passcode removes a credential and its key stops signing (a wrong one removes nothing); an enrolment change kills a biometry-current-set key", arguments: engines)
+    func deleteAndInvalidation(_ engine: SecurityKeyRig.Engine) async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(engine)
+            defer { rig.close() }
+            _ = try rig.makeKey("id_gone")
+            rig.extraEnvironment["TOUCHSTONE_SK_ACCESS"] = "biometry-current-set"
+            _ = try rig.makeKey("id_current", ["verify-required"])
+            rig.extraEnvironment["TOUCHSTONE_SK_ACCESS"] = nil
+            _ = try rig.file("message", "m\n")
+            #expect(rig.sign("message", key: "id_gone", touching: SecurityKeyRig.owner).1 != nil)
+            #expect(rig.sign("message", key: "id_current", touching: SecurityKeyRig.owner).1 != nil)
+
+            let credentials = try rig.credentials()
+            let gone = try #require(credentials.first { $0["access"] as? String == "user-presence" }?["id"] as? String)
+            let wrong = rig.touchstone(["fido", "delete", String(gone.prefix(6)), "--passcode-fd", "0"], stdin: CLISandbox.line("wrong"))
+            #expect(wrong.code == 2, "wrong passcode: \(wrong.code) \(wrong.stderr)")
+            #expect(try rig.credentials().count == 2)
+            let deleted = rig.touchstone(["fido", "delete", String(gone.prefix(6)), "--passcode-fd", "0"], stdin: CLISandbox.line(CLISandbox.passcode))
+            #expect(deleted.code == 0, "\(deleted.stderr)")
+            #expect(try rig.credentials().count == 1)
+            #expect(rig.touchstone(["fido", "delete", gone, "--passcode-fd", "0"], stdin: CLISandbox.line(CLISandbox.passcode)).code == 8)
+            let unsigned = rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", rig.folder + "/id_gone", "-n", "file", rig.folder + "/message"])
+            #expect(unsigned.code != 0 && unsigned.stderr.contains("names no credential"), "\(unsigned.stderr)")
+
+            try rig.enrollAnother("left-thumb", as: "alice-left-thumb")
+            #expect(try rig.credentials().first?["state"] as? String == "invalidated")
+            let dead = rig.run("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", rig.folder + "/id_current", "-n", "file", rig.folder + "/message"])
+            #expect(dead.code != 0 && dead.stderr.contains("was invalidated: the enrolled fingers changed"), "\(dead.stderr)")
+        }
+    }
+
+    @Test("the counter rises across restarts, and a TPM that dies at TPM2_Sign (after the counter's commit) skips a value, never repeats one", arguments: engines)
+    func counterNeverRepeats(_ engine: SecurityKeyRig.Engine) async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(engine)
+            defer { rig.close() }
+            let line = try rig.makeKey("id_count")
+            _ = try rig.file("message", "count\n")
+            func counter() throws -> UInt32? {
+                let (signed, signature) = rig.sign("message", key: "id_count", touching: SecurityKeyRig.owner)
+                guard signed.code == 0, let signature else { return nil }
+                let verified = try rig.verify("message", signature: signature, publicKey: line)
+                return verified.good ? verified.counter : nil
+            }
+            let one = try #require(try counter())
+            let two = try #require(try counter())
+            #expect(two == one + 1)
+            try rig.restart()
+            let three = try #require(try counter())
+            #expect(three == two + 1, "after a restart: \(two) then \(three)")
+            #expect(try rig.credentials().first?["signCount"] as? Int == Int(three))
+
+            guard let home = rig.simulatorHome else { return }  // the tap sits on the embedded simulator's TPM socket
+            let tap = try TPMTap(simulatorHome: home, target: TPMTap.sign, moment: .afterTPM)
+            let (crashed, none) = rig.sign("message", key: "id_count", touching: SecurityKeyRig.owner)
+            tap.stop()
+            #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
+            #expect(crashed.code != 0 && none == nil, "\(crashed.stderr)")
+            try rig.restart()
+            let after = try #require(try counter())
+            #expect(after == three + 2, "the value committed before the crash is spent: \(three) then \(after)")
+        }
+    }
+}
