@@ -6,10 +6,10 @@ struct HelpTests {
     /// The commands with an ARGUMENTS section.
     static let withArguments: Set<[String]> = [
         ["enroll"], ["unenroll"], ["add"], ["get"], ["update"], ["delete"],
-        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["sim", "print"], ["help"], ["ssh-key", "create"], ["ssh-key", "delete"], ["ssh-key", "sign"],
+        ["sim", "touch"], ["sim", "retry"], ["sim", "error"], ["sim", "print"], ["help"], ["ssh-key", "create"], ["ssh-key", "delete"], ["ssh-key", "sign"], ["fido", "delete"],
     ]
     /// The commands with a SUBCOMMANDS section.
-    static let groups: Set<[String]> = [[], ["passcode"], ["sim"], ["ssh-key"]]
+    static let groups: Set<[String]> = [[], ["passcode"], ["sim"], ["ssh-key"], ["fido"]]
 
     @Test("help X, X --help, X -h and --help X give the same text", arguments: allCommandPaths)
     func sameText(_ path: [String]) {

@@ -25,8 +25,8 @@ struct UsageErrorTests {
     static let cases: [UsageCase] = [
         UsageCase([], "missing command; see 'touchstone help'", root),
         UsageCase(["--json"], "missing command; see 'touchstone help'", root),
-        UsageCase(["frob"], "unknown command 'frob'; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, doctor, sim, demo, help", root),
-        UsageCase([""], "unknown command ''; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, doctor, sim, demo, help", root),
+        UsageCase(["frob"], "unknown command 'frob'; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, fido, doctor, sim, demo, help", root),
+        UsageCase([""], "unknown command ''; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, fido, doctor, sim, demo, help", root),
         UsageCase(["-x"], "unknown option '-x'", root),
         UsageCase(["--bogus", "status"], "unknown option '--bogus'", "touchstone status"),
         UsageCase(["passcode"], "'passcode' needs a subcommand: set, change, remove", "touchstone passcode <subcommand>"),
@@ -95,12 +95,12 @@ struct UsageErrorTests {
         UsageCase(["--help=yes"], "'--help' takes no value", root),
         UsageCase(["--timeout", "help"], "--timeout must be a number of seconds, more than 0 and at most 3600, not 'help'", root),
         UsageCase(["sim", "--timeout", "0"], "--timeout must be a number of seconds, more than 0 and at most 3600, not '0'", "touchstone sim <subcommand>"),
-        UsageCase(["help", "frob"], "unknown command 'frob'; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, doctor, sim, demo, help", "touchstone help [<subcommand> ...]"),
+        UsageCase(["help", "frob"], "unknown command 'frob'; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, fido, doctor, sim, demo, help", "touchstone help [<subcommand> ...]"),
         UsageCase(["help", "sim", "touch", "x"], "'sim touch' has no subcommand 'x'", "touchstone help [<subcommand> ...]"),
         UsageCase(["help", "sim", "poke"], "unknown subcommand 'poke' for 'sim'; use one of: start, stop, status, touch, retry, error, unplug, print", "touchstone help [<subcommand> ...]"),
         UsageCase(["help", "add", "--bogus"], "unknown option '--bogus'", "touchstone help [<subcommand> ...]"),
         UsageCase(["demo", "--fast"], "unknown option '--fast'", "touchstone demo"),
-        UsageCase(["frob", "add", "s", "a"], "unknown command 'frob'; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, doctor, sim, demo, help", root),
+        UsageCase(["frob", "add", "s", "a"], "unknown command 'frob'; the commands are: status, passcode, enroll, unenroll, fingers, verify, matching, add, get, update, delete, list, import, secret-service, ssh-key, ssh-agent, fido, doctor, sim, demo, help", root),
     ]
 
     @Test(arguments: cases)

@@ -63,8 +63,8 @@ struct SchemaTests {
                 (row.integer(0), row.isNull(1) ? .null : .integer(row.integer(1)), row.isNull(2) ? .null : .blob(row.blob(2)))
             }
             let fingers = try db.rows("SELECT generation, sealed FROM fingers", []) { ($0.integer(0), $0.blob(1)) }
-            // Schema 6's table too (Schema+SSHKeys.swift), which these vaults have no rows in.
-            try db.execute("DROP TABLE ssh_keys")
+            // Schema 6's and 7's tables too (Schema+SSHKeys.swift, Schema+FIDO.swift), which these vaults have no rows in.
+            try db.execute("DROP TABLE ssh_keys; DROP TABLE fido_credentials")
             try db.execute("ALTER TABLE class_keys DROP COLUMN generation; ALTER TABLE class_keys DROP COLUMN passcode_sealed; DROP TABLE fingers")
             // Schema 5's: the attribute index (filled again when the vault is next opened).
             try db.execute("DROP TABLE attributes; DROP INDEX items_by_lookup; DELETE FROM meta WHERE key = '\(Vault.attributesIndexedKey)'")

@@ -21,6 +21,7 @@ extension DaemonWire {
             Calls.Item.self, Calls.OpenItemAccess.self, Calls.ItemSecret.self, Calls.UpdateItem.self,
             Calls.DeleteItem.self, Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self,
             Calls.SSHKeyOpenAccess.self, Calls.SignSSH.self,
+            Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
         ]
         return Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
     }()
@@ -186,6 +187,12 @@ extension DaemonWire {
             Calls.CreateSSHKey(name: "work", comment: "alice@host", access: .biometryCurrentSet), Calls.SSHKeys(),
             Calls.DeleteSSHKey(name: "work"), Calls.SSHKeyOpenAccess(name: "work"),
             Calls.SignSSH(name: "work", digest: Array(0..<32), grant: grant),
+            Calls.CreateFIDOCredential(FIDOCredentialRequest(relyingParty: "ssh:work", userID: Array("alice".utf8), userName: "alice",
+                                                             discoverable: true, verificationRequired: true, access: .biometryCurrentSet),
+                                       replace: false),
+            Calls.FIDOCredentials(relyingParty: "ssh:work"), Calls.DeleteFIDOCredential(id: Array(0..<32), passcode: secret("1234")),
+            Calls.AssertFIDO(id: Array(0..<32), relyingParty: "ssh:work", clientDataHash: Array(32..<64), userVerification: true,
+                             reason: "ssh-keygen asks to sign", interactionNotAllowed: false, touchTimeout: .seconds(30)),
         ]
         var frames: [(String, Frame)] = []
         var counts: [String: Int] = [:]
@@ -210,6 +217,8 @@ extension DaemonWire {
             ("response-add-item", try Frame(response: Outcome<Calls.AddItem>.success(.init(reference: reference, replaced: [ItemReference(id: 41)])))),
             ("response-item-secret", try Frame(response: Outcome<Calls.ItemSecret>.success(.init(secret: secret("s3cret"), attributes: attributes)))),
             ("response-ssh-sign", try Frame(response: Outcome<Calls.SignSSH>.success(SSHSignature(r: Array(1...32), s: Array(33...64))))),
+            ("response-fido-assert", try Frame(response: Outcome<Calls.AssertFIDO>.success(
+                FIDOAssertion(authenticatorData: Array(0..<32) + [0x05, 0, 0, 0, 7], signature: SSHSignature(r: Array(1...32), s: Array(33...64)))))),
             ("response-domain-state", try Frame(response: Outcome<Calls.DomainState>.success(Data([0xde, 0xad])))),
             ("prompt-touch", try Frame(.prompt, DaemonPrompt(id: 1, need: .touch(reason: "unlock the vault", passcodeAllowed: true)))),
             ("prompt-passcode", try Frame(.prompt, DaemonPrompt(id: 2, need: .passcode(reason: "unlock the vault")))),
