@@ -14,6 +14,15 @@ let staticClient: [LinkerSetting] = ProcessInfo.processInfo.environment["TOUCHST
     .unsafeFlags(["-static-executable", "-Xlinker", "-l_FoundationCollections", "-Xlinker", "-l_FoundationCShims"]),
 ]
 
+/// The security-key provider is loaded by ssh-sk-helper, which has no
+/// Swift runtime: scripts/package-deb links the runtime into it
+/// (TOUCHSTONE_STATIC_PROVIDER names the toolchain's static library
+/// folder), as --static-swift-stdlib does for the executables (it does
+/// nothing for a library product).
+let staticProvider: [LinkerSetting] = ProcessInfo.processInfo.environment["TOUCHSTONE_STATIC_PROVIDER"].map { folder in
+    [.unsafeFlags(["-static-stdlib", "-Xlinker", "-L" + folder, "-Xlinker", "-l_FoundationCollections", "-Xlinker", "-l_FoundationCShims"])]
+} ?? []
+
 /// Executables export tpm2-tss's library-context functions so that
 /// libtss2-esys finds Touchstone's versions first (CTSSCryptoContext; see
 /// docs/tpm.md, "Client-side crypto"). Without them everything still works,
@@ -130,9 +139,9 @@ let package = Package(
         // Linked -z nodelete: ssh-sk-helper dlcloses the provider as soon as
         // a call returns, while the Swift runtime's threads (the engine's,
         // the pool's) still run code of it; unmapped, they crash.
-        .target(name: "TouchstoneSK", dependencies: ["CSecurityKeyAPI", "CSodium", "Touchstone", "TouchstoneCommandLine", "TouchstonePOSIX",
+        .target(name: "TouchstoneSK", dependencies: ["CSecurityKeyAPI", "CSodium", "CTSSCryptoContext", "Touchstone", "TouchstoneCommandLine", "TouchstonePOSIX",
                                                      "TouchstoneSecretService"],
-                linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])]),
+                linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])] + staticProvider),
         .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
         .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],

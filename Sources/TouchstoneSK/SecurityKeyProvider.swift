@@ -1,4 +1,5 @@
 internal import CSodium
+internal import CTSSCryptoContext
 import CSecurityKeyAPI
 import Foundation
 import Glibc
@@ -152,9 +153,15 @@ enum SecurityKeyProvider {
         }
     }
 
+    /// libtss2-esys's OpenSSL context calls bound to the shared context
+    /// (CTSSCryptoContext): a dlopen'ed library cannot export them to it,
+    /// and without them each TPM session costs 10-15 ms more.
+    private static let sharedCryptoContext: Int32 = ts_tss_bind_shared_crypto_context()
+
     /// Runs `body` with the device the environment names, its failures
     /// told as the sk-api's.
     private static func withDevice<R>(_ body: (TouchstoneDevice) async throws -> R) async throws(Failure) -> R {
+        _ = sharedCryptoContext
         let options = try options()
         let engine: EngineSelection = switch options.engine {
         case .automatic: .automatic

@@ -21,7 +21,8 @@ final class SecurityKeyRig {
 
     let engine: Engine
     private var sandbox: CLISandbox?
-    private var daemon: DaemonRig?
+    /// The daemon's rig (daemon engine only), for tests that speak its protocol by hand.
+    private(set) var daemon: DaemonRig?
     /// The user's own folder: key files, messages, signatures.
     let folder: String
     /// The provider library, where the user may load it.

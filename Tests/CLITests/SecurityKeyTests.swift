@@ -188,4 +188,62 @@ struct SecurityKeyTests {
             #expect(after == three + 2, "the value committed before the crash is spent: \(three) then \(after)")
         }
     }
+
+    @Test("spoken by hand to touchstoned: an assertion waits for its own touch whatever grant the connection holds (a stranger's touch signs nothing, no interaction signs nothing, the owner's signs with both flags); another user's credential is not found; a deletion without the right passcode deletes nothing")
+    func daemonAssertionsByHand() async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(.daemon)
+            defer { rig.close() }
+            let daemon = try #require(rig.daemon)
+            _ = try rig.makeKey("id_alice")
+            let alices = try #require(try rig.credentials().first?["id"] as? String)
+
+            // Root is the attacker's user: its own vault, finger and credential, made over the raw protocol.
+            try daemon.setUpRoot(as: "root-finger")
+            let client = try RawClient(daemon.socket)
+            func bytes(_ values: [UInt8]) -> String { "[" + values.map(String.init).joined(separator: ",") + "]" }
+            client.send(#"{"head":{"operation":"fido-create","program":"hostile","interactive":false},"request":{"replace":false,"request":{"relyingParty":"ssh:root","userID":[],"userName":"root","userDisplayName":"","discoverable":false,"verificationRequired":true,"credProtect":1,"access":{"flags":["biometry-any"],"combination":"any"}}}}"#)
+            let created = try client.receive()
+            let info = try #require((created.json["success"] as? [String: Any])?["_0"] as? [String: Any], "\(created.json)")
+            let id = try #require((info["id"] as? [NSNumber])?.map(\.uint8Value))
+
+            // A grant for five minutes, in hand.
+            client.send(#"{"head":{"operation":"authenticate","program":"hostile","interactive":false},"request":{"access":{"flags":["biometry-any"],"combination":"any"},"reasonText":"grant","interactionNotAllowed":false,"touchTimeoutMilliseconds":60000,"reuseSeconds":300}}"#)
+            #expect(daemon.touch("root-finger").code == 0)
+            let granted = try client.receive()
+            let grantID = try #require((((granted.json["success"] as? [String: Any])?["_0"] as? [String: Any])?["id"] as? NSNumber)?.uint64Value)
+
+            func assert(_ credential: [UInt8], relyingParty: String = "ssh:root", interactionNotAllowed: Bool = false,
+                        touching finger: String?) throws -> [String: Any] {
+                // The grant rides along as a field the request does not have: it stands for nothing.
+                client.send(#"{"head":{"operation":"fido-assert","program":"hostile","interactive":false},"request":{"id":\#(bytes(credential)),"relyingParty":"\#(relyingParty)","clientDataHash":\#(bytes(Array(repeating: 7, count: 32))),"userVerification":true,"reasonText":"by hand","interactionNotAllowed":\#(interactionNotAllowed),"touchTimeoutMilliseconds":60000,"grant":{"id":\#(grantID),"passcode":false,"biometricMatch":true}}}"#)
+                if let finger { #expect(daemon.touch(finger).code == 0) }
+                return try client.receive().json
+            }
+            let stranger = try assert(id, touching: SecurityKeyRig.stranger)
+            #expect(stranger["success"] == nil, "a stranger's touch: \(stranger)")
+            let unasked = try assert(id, interactionNotAllowed: true, touching: nil)
+            #expect(unasked["success"] == nil, "no interaction: \(unasked)")
+            let signed = try assert(id, touching: "root-finger")
+            let assertion = try #require((signed["success"] as? [String: Any])?["_0"] as? [String: Any], "\(signed)")
+            let data = try #require((assertion["authenticatorData"] as? [NSNumber])?.map(\.uint8Value))
+            #expect(data.count == 37 && data[32] == 0x05 && Array(data[33...]) == [0, 0, 0, 1], "UP and UV, counter 1: \(data)")
+
+            // Alice's credential, from root's connection: not in root's vault.
+            let aliceID = try #require(Data(base64Encoded: alices.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "="))
+            let foreign = try assert(Array(aliceID), relyingParty: "ssh:", touching: nil)
+            #expect(((foreign["failure"] as? [String: Any])?["_0"] as? [String: Any])?["itemNotFound"] != nil, "\(foreign)")
+
+            // fido-delete with a wrong passcode: nothing deleted; with root's: gone.
+            client.send(#"{"head":{"operation":"fido-delete","program":"hostile","interactive":false},"request":{"id":\#(bytes(id)),"passcode":0}}"#,
+                        secrets: [Array("wrong-passcode".utf8)])
+            #expect(try client.receive().json["success"] == nil)
+            #expect(rig.touchstone(["fido", "list"]).stdoutText.contains(alices), "alice's credential is untouched")
+            client.send(#"{"head":{"operation":"fido-delete","program":"hostile","interactive":false},"request":{"id":\#(bytes(id)),"passcode":0}}"#,
+                        secrets: [Array(DaemonRig.passcode.utf8)])
+            let deleted = try client.receive().json
+            #expect(deleted["success"] != nil, "\(deleted)")
+            #expect(daemon.daemonLog.contains("fido-assert"), "the log names the calls")
+        }
+    }
 }

@@ -34,4 +34,20 @@ void OSSL_LIB_CTX_free(struct ossl_lib_ctx_st *context);
  * program does not export the functions above, and ESYS makes its own). */
 unsigned long ts_tss_shared_crypto_context_uses(void);
 
+/*
+ * For a library that a program loads with dlopen (the security-key
+ * provider in ssh-sk-helper), where exporting cannot work: the program's
+ * own libcrypto is in the global scope, so libtss2-esys's calls resolve
+ * to OpenSSL's functions whatever this library defines. This points
+ * libtss2-esys's two relocation slots (its GOT entries for
+ * OSSL_LIB_CTX_new and OSSL_LIB_CTX_free) at the functions above, once;
+ * the slots' earlier values, OpenSSL's functions, are what they call for
+ * everyone else. Slots in the RELRO segment are made writable for the
+ * write and read-only again. Returns how many slots now point here (0:
+ * libtss2-esys is not loaded, or its slots could not be found; ESYS then
+ * works as before, only slower). In a program that exports the
+ * functions it changes nothing: the slots point here already.
+ */
+int ts_tss_bind_shared_crypto_context(void);
+
 #endif
