@@ -31,4 +31,22 @@ struct CryptoContextTests {
         OSSL_LIB_CTX_free(first)
         OSSL_LIB_CTX_free(second)
     }
+
+    @Test("binding libtss2-esys's two GOT slots (what the dlopen'ed security-key provider does) finds both, and salted unseals still go through the shared context with the right bytes, as do other callers' fresh contexts")
+    func bindingTheSlots() throws {
+        let rig = try SwtpmRig()
+        let tpm = try rig.tpm()
+        #expect(ts_tss_bind_shared_crypto_context() == 2, "OSSL_LIB_CTX_new and OSSL_LIB_CTX_free in libtss2-esys")
+        #expect(ts_tss_bind_shared_crypto_context() == 2, "again: already bound, nothing changes")
+        let key = SecureBytes.random(count: 32)
+        let blob = try tpm.seal(key, policy: .deviceBound)
+        let before = ts_tss_shared_crypto_context_uses()
+        #expect(try tpm.unseal(blob, via: .device) == key)
+        #expect(ts_tss_shared_crypto_context_uses() > before)
+        let first = try #require(OSSL_LIB_CTX_new())
+        let second = try #require(OSSL_LIB_CTX_new())
+        #expect(first != second)
+        OSSL_LIB_CTX_free(first)
+        OSSL_LIB_CTX_free(second)
+    }
 }
