@@ -109,13 +109,15 @@ struct SecurityKeyTests {
                 agent.signal(SIGTERM)
                 _ = agent.wait(timeout: 30)
             }
-            var listening = false
-            for _ in 0..<500 where !listening {
-                listening = FileManager.default.fileExists(atPath: socket)
-                if !listening { usleep(20_000) }
-            }
-            #expect(listening, "ssh-agent did not listen: \(agent.stderrSoFar)")
             rig.extraEnvironment["SSH_AUTH_SOCK"] = socket
+            // Ready once it answers: `ssh-add -l` says 1 (no identities), not 2 (no agent);
+            // the socket file appears at bind(), before listen().
+            var answering = false
+            for _ in 0..<300 where !answering {
+                answering = rig.run("/usr/bin/ssh-add", ["-l"]).code == 1
+                if !answering { usleep(50_000) }
+            }
+            #expect(answering, "ssh-agent did not answer: \(agent.stderrSoFar)")
             let added = rig.run("/usr/bin/ssh-add", ["-S", rig.provider, rig.folder + "/id_uv"])
             #expect(added.code == 0, "\(added.stderr)")
             let throughAgent = rig.runTouching(SecurityKeyRig.owner, "/usr/bin/ssh", ["-o", "IdentitiesOnly=no"]
@@ -245,5 +247,38 @@ struct SecurityKeyTests {
             #expect(deleted["success"] != nil, "\(deleted)")
             #expect(daemon.daemonLog.contains("fido-assert"), "the log names the calls")
         }
+    }
+
+    @Test("without a terminal, a passcode key's signature asks through pinentry and a desktop notification, both naming ssh-keygen and the application: a wrong passcode signs nothing, the right one signs with the verified flag")
+    func pinentryAndNotification() async throws {
+        let bus = try DBusRig()
+        defer { bus.close() }
+        let notifications = try await NotificationRecorder(address: bus.address)
+        let rig = try await offPool { try SecurityKeyRig(.embedded) }
+        let answers = rig.scratch + "/pinentry-answers", log = rig.scratch + "/pinentry-log"
+        try "wrong-passcode\n".write(toFile: answers, atomically: true, encoding: .utf8)
+        rig.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        rig.extraEnvironment["TOUCHSTONE_PINENTRY"] = URL(fileURLWithPath: SecretServiceRig.client).deletingLastPathComponent()
+            .appendingPathComponent("scripted-pinentry.py").path
+        rig.extraEnvironment["SCRIPTED_PINENTRY_ANSWERS"] = answers
+        rig.extraEnvironment["SCRIPTED_PINENTRY_LOG"] = log
+        rig.extraEnvironment["TOUCHSTONE_SK_ACCESS"] = "passcode"
+        let line = try await offPool { try rig.makeKey("id_door", ["verify-required", "application=ssh:door"]) }
+        _ = try rig.file("message", "opened with the passcode\n")
+        let sign = ["-Y", "sign", "-f", rig.folder + "/id_door", "-n", "file", rig.folder + "/message"]
+
+        let wrong = try await offPool { rig.run("/usr/bin/ssh-keygen", sign) }
+        #expect(wrong.code != 0 && !FileManager.default.fileExists(atPath: rig.folder + "/message.sig"), "\(wrong.stderr)")
+        let dialog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(dialog.contains("GETPIN") && dialog.contains("ssh-keygen") && dialog.contains("ssh:door"), "\(dialog)")
+
+        try "\(CLISandbox.passcode)\n".write(toFile: answers, atomically: true, encoding: .utf8)
+        let right = try await offPool { rig.run("/usr/bin/ssh-keygen", sign) }
+        #expect(right.code == 0, "\(right.stderr)")
+        let verified = try await offPool { try rig.verify("message", signature: rig.folder + "/message.sig", publicKey: line) }
+        #expect(verified.good && verified.flags == 0x05, "the passcode verifies the user: \(verified.output)")
+        #expect(try await eventually { notifications.notifications.contains { $0.body.contains("ssh-keygen") && $0.body.contains("ssh:door") } },
+                "\(notifications.notifications)")
+        _ = try? await offPool { rig.close() }
     }
 }
