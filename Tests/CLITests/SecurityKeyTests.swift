@@ -281,4 +281,27 @@ struct SecurityKeyTests {
                 "\(notifications.notifications)")
         _ = try? await offPool { rig.close() }
     }
+
+    @Test("at a terminal: ssh-keygen's PIN prompt answered with Enter, then the provider's own prompt on the same terminal (Enter for the passcode, typed with echo off) signs with the verified flag")
+    func atATerminal() async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(.embedded)
+            defer { rig.close() }
+            let line = try rig.makeKey("id_tty", ["verify-required"])
+            _ = try rig.file("message", "typed at a terminal\n")
+            let terminal = try PseudoTerminal()
+            try terminal.spawn("/usr/bin/ssh-keygen", ["-Y", "sign", "-f", rig.folder + "/id_tty", "-n", "file", rig.folder + "/message"],
+                               stdout: rig.scratch + "/tty.out", environment: rig.environment, scratch: rig.scratch)
+            #expect(terminal.blockingWaitForShown("Enter PIN for ECDSA-SK key"), "\(String(decoding: terminal.echoed, as: UTF8.self))")
+            terminal.type("\n")
+            #expect(terminal.blockingWaitForStderr("Enter: use passcode"), "\(terminal.stderr)")
+            terminal.type("\n")
+            #expect(terminal.blockingWaitForStderr("Passcode: "), "\(terminal.stderr)")
+            terminal.type(CLISandbox.passcode + "\n")
+            #expect(terminal.blockingWait() == 0, "\(terminal.stderr)")
+            #expect(!String(decoding: terminal.echoed, as: UTF8.self).contains(CLISandbox.passcode), "the passcode was echoed")
+            let verified = try rig.verify("message", signature: rig.folder + "/message.sig", publicKey: line)
+            #expect(verified.good && verified.flags == 0x05, "\(verified.output)")
+        }
+    }
 }

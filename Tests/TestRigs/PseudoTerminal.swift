@@ -74,6 +74,11 @@ package final class PseudoTerminal: @unchecked Sendable {
         try await eventually { String(decoding: echoed, as: UTF8.self).contains(text) }
     }
 
+    /// `waitForShown` blocking the calling thread (a test's own: `offPool`).
+    package func blockingWaitForShown(_ text: String) -> Bool {
+        blockingEventually { String(decoding: echoed, as: UTF8.self).contains(text) }
+    }
+
     /// `waitForStderr` blocking the calling thread (a test's own: `offPool`),
     /// so that the answer to a prompt never waits for a pool thread while the
     /// program's own clock runs (a touch prompt ends after 30 s).
