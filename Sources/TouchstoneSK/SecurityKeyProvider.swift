@@ -108,7 +108,6 @@ enum SecurityKeyProvider {
                 if !interaction.terminal.canAskPasscode, let notifier = await DesktopNotifier.connect(log: { log($0) }) {
                     Task.detached { await notifier.notify(summary: "Touchstone: touch the reader to sign", body: reason) }
                 }
-                log(reason + ": touch the reader")
                 return try await device.fido.assert(id: keyHandle, relyingParty: application, clientDataHash: sha256(data),
                                                     userVerification: verify, reason: reason, interaction: interaction,
                                                     touchTimeout: try options().timeout)
