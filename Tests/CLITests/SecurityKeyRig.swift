@@ -164,8 +164,30 @@ final class SecurityKeyRig {
         guard started.code == 0 else { throw RigFailure("sim start: \(started.stderr)") }
     }
 
-    /// The embedded engine's state folder (its simulator), for the TPM tap.
-    var simulatorHome: String? { sandbox?.home }
+    /// The state folder whose simulator holds the TPM (the embedded
+    /// engine's, or the daemon's), for the TPM tap.
+    var simulatorHome: String { daemon?.daemonHome ?? sandbox!.home }
+
+    /// A tap that kills swtpm at the first `command`; the daemon's user may
+    /// connect to it as to swtpm's own socket.
+    func tap(_ command: UInt32) throws -> TPMTap {
+        let tap = try TPMTap(simulatorHome: simulatorHome, target: command, moment: .afterTPM)
+        if daemon != nil { chmod(tap.swtpm.socketPath, 0o777) }
+        return tap
+    }
+
+    /// After swtpm crashed: the simulator started again (as the daemon's
+    /// user, and the daemon with it, through the daemon).
+    func restartAfterCrash() throws {
+        if let daemon {
+            daemon.stopDaemon()
+            let started = daemon.asDaemonUser(["--home", daemon.daemonHome, "sim", "start"])
+            guard started.code == 0 else { throw RigFailure("sim start as the daemon's user: \(started.stderr)") }
+            try daemon.startDaemon()
+            return
+        }
+        try restart()
+    }
 
     // MARK: - ssh-keygen
 

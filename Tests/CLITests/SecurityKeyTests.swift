@@ -179,13 +179,12 @@ struct SecurityKeyTests {
             #expect(three == two + 1, "after a restart: \(two) then \(three)")
             #expect(try rig.credentials().first?["signCount"] as? Int == Int(three))
 
-            guard let home = rig.simulatorHome else { return }  // the tap sits on the embedded simulator's TPM socket
-            let tap = try TPMTap(simulatorHome: home, target: TPMTap.sign, moment: .afterTPM)
+            let tap = try rig.tap(TPMTap.sign)
             let (crashed, none) = rig.sign("message", key: "id_count", touching: SecurityKeyRig.owner)
             tap.stop()
             #expect(tap.killed, "swtpm was not killed; commands seen: \(tap.seen.map { String($0, radix: 16) })")
             #expect(crashed.code != 0 && none == nil, "\(crashed.stderr)")
-            try rig.restart()
+            try rig.restartAfterCrash()
             let after = try #require(try counter())
             #expect(after == three + 2, "the value committed before the crash is spent: \(three) then \(after)")
         }

@@ -125,4 +125,23 @@ struct FIDOVaultTests {
                                             userVerification: false, proof: finger)
         #expect(back.signCount == 8, "put back, it asserts again, from the stored counter")
     }
+
+    @Test("in daemon mode every credential's TPM policy starts with the gate: the daemon's vault asserts, a TPM without the gate signs with none of them")
+    func gated() throws {
+        let rig = try VaultRig(gated: true)
+        try changeFingers(rig.vault)
+        let plain = try rig.tpmRig.tpm()
+        for (access, proof) in [(AccessControl.biometryAny, finger), (.biometryCurrentSet, finger), (.devicePasscode, passcode)] {
+            let made = try rig.vault.createFIDOCredential(Self.request("ssh:\(access)", access: access))
+            #expect((try? rig.vault.assertFIDO(id: made.id, relyingParty: "ssh:\(access)", clientDataHash: Self.clientDataHash,
+                                               userVerification: true, proof: proof)) != nil, "\(access): the daemon's vault asserts")
+            let stored = try rig.database().rows("SELECT tpm FROM fido_credentials ORDER BY id DESC LIMIT 1", []) { $0.blob(0) }[0]
+            let blob = try SealedBlob(serialized: stored)
+            #expect(blob.policy.gateName != nil, "\(access)")
+            let branch: UnsealBranch = access == .biometryCurrentSet ? .biometric : .passcode(PasscodeAuth(authValue: SecureBytes.random(count: 32)))
+            #expect(throws: TPMError.self, "\(access): without the gate") {
+                try plain.sign(digest: Array(repeating: 1, count: 32), with: blob, via: branch)
+            }
+        }
+    }
 }
