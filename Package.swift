@@ -134,6 +134,8 @@ let package = Package(
                 swiftSettings: testSupport),
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
+        // FIDO's CTAPHID and CTAP2 (docs/fido.md): the transport's framing and channels.
+        .target(name: "TouchstoneFIDO"),
         // The sk-api's structures (OpenSSH 9.2), for the provider library.
         .target(name: "CSecurityKeyAPI", path: "Sources/CSecurityKeyAPI"),
         // Linked -z nodelete: ssh-sk-helper dlcloses the provider as soon as
@@ -188,7 +190,7 @@ let package = Package(
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
                                                  "COpenSSL"],
                     linkerSettings: exportSharedCryptoContext),
-        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneFIDO", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TestRigs", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint", "CPNG"]),
         .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],
