@@ -89,6 +89,10 @@ let package = Package(
             providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CProcess", path: "Sources/CProcess"),
         .systemLibrary(
+            name: "CCBOR", path: "Sources/CCBOR",
+            pkgConfig: "libcbor",
+            providers: [.apt(["libcbor-dev"])]),
+        .systemLibrary(
             name: "CSeccomp", path: "Sources/CSeccomp",
             pkgConfig: "libseccomp",
             providers: [.apt(["libseccomp-dev"])]),
@@ -135,7 +139,7 @@ let package = Package(
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
         // FIDO's CTAPHID and CTAP2 (docs/fido.md): the transport's framing and channels.
-        .target(name: "TouchstoneFIDO"),
+        .target(name: "TouchstoneFIDO", dependencies: ["CCBOR"]),
         // The sk-api's structures (OpenSSH 9.2), for the provider library.
         .target(name: "CSecurityKeyAPI", path: "Sources/CSecurityKeyAPI"),
         // Linked -z nodelete: ssh-sk-helper dlcloses the provider as soon as

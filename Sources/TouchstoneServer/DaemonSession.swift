@@ -77,6 +77,8 @@ package final class DaemonSession: Sendable {
             } catch .timedOut {
                 // Idle, or a frame that stalled: a client connects again when it has a call.
                 log("silent for \(server.settings.timeout): connection closed")
+                // Said first: a request that crosses the close is sent again (DaemonEngine).
+                if let goodbye = try? DaemonWire.Frame(.response, Refusal(DaemonWire.idleClosing)) { try? await outbox.send(goodbye) }
                 return
             } catch {
                 log("protocol error: \(error); connection closed")

@@ -63,19 +63,15 @@ package actor DaemonEngine: Engine {
         }
         if connection.hasEnded {
             // Closed between calls, so no request was lost: connect again.
-            do {
-                connection = DaemonConnection(socket: try FrameSocket.connect(to: socketPath))
-                connectionNumber += 1
-            } catch {
-                throw .daemon(DaemonFailure(.unreachable, socket: socketPath, reason: error.description))
-            }
-            if request.grant != nil { throw R.Failure(.notInteractive) }
+            try reconnect(request)
         }
-        let outcome: Outcome<R>
-        do {
-            outcome = try await connection.call(request, interaction: interaction, socketPath: socketPath)
-        } catch {
-            throw .daemon(error)
+        var outcome = try await exchange(request, interaction)
+        if case .refused(DaemonWire.idleClosing) = outcome {
+            // The daemon closed the connection as idle as the request went,
+            // before it read it: it was not carried out. Once more, on a new
+            // connection.
+            try reconnect(request)
+            outcome = try await exchange(request, interaction)
         }
         switch outcome {
         case .success(var response):
@@ -85,6 +81,27 @@ package actor DaemonEngine: Engine {
         case .failure(let failure): throw failure
         case .refused(let why): throw .daemon(DaemonFailure(.refused, socket: socketPath, reason: why))
         }
+    }
+
+    /// The request on the connection, and its outcome.
+    private func exchange<R: EngineOperation>(_ request: R, _ interaction: (any AuthenticationInteraction)?) async throws(R.Failure) -> Outcome<R> {
+        do {
+            return try await connection.call(request, interaction: interaction, socketPath: socketPath)
+        } catch {
+            throw .daemon(error)
+        }
+    }
+
+    /// A new connection for `request`; its grants were the old one's, so
+    /// a request presenting one must authenticate again.
+    private func reconnect<R: EngineOperation>(_ request: R) throws(R.Failure) {
+        do {
+            connection = DaemonConnection(socket: try FrameSocket.connect(to: socketPath))
+            connectionNumber += 1
+        } catch {
+            throw .daemon(DaemonFailure(.unreachable, socket: socketPath, reason: error.description))
+        }
+        if request.grant != nil { throw R.Failure(.notInteractive) }
     }
 
     private func take() async {

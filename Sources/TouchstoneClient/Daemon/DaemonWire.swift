@@ -22,6 +22,11 @@ package enum DaemonWire {
     /// version is refused with a clear error (`DaemonWireError.version`);
     /// the daemon answers a version 1 client in its own framing.
     package static let version: UInt8 = 2
+
+    /// The refusal touchstoned writes before it closes a connection that
+    /// was silent for its timeout: no request of it was read, so a client
+    /// whose request crossed the close sends it again on a new connection.
+    package static let idleClosing = "touchstoned closed this connection, silent for its timeout: no request on it was read"
     /// The largest secret (`Keychain.maximumSecretSize`, 1 MiB).
     package static let maximumSecret = 1 << 20
     /// The longest body: the largest secret plus room for its attributes.

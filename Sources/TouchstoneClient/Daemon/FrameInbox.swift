@@ -101,8 +101,18 @@ package final class DaemonConnection: Sendable {
     package func call<R: EngineRequest>(_ request: R, interaction: (any AuthenticationInteraction)? = nil,
                                          socketPath: String) async throws(DaemonFailure) -> Outcome<R> {
         do {
-            try socket.send(try DaemonWire.Frame(request: request, program: ProcessInfo.processInfo.processName,
-                                                 interactive: interaction != nil))
+            let frame = try DaemonWire.Frame(request: request, program: ProcessInfo.processInfo.processName,
+                                             interactive: interaction != nil)
+            do {
+                try socket.send(frame)
+            } catch {
+                // The daemon may have closed an idle connection as the
+                // request went: its word on that (DaemonWire.idleClosing) is
+                // read first, if it wrote one; else the send's failure stands.
+                guard let said = try? await self.await(interaction: nil), let outcome = try? said.decodeCarrying(Outcome<R>.self),
+                      case .refused(DaemonWire.idleClosing) = outcome else { throw error }
+                return outcome
+            }
             return try await self.await(interaction: interaction).decodeCarrying(Outcome<R>.self)
         } catch let error as DaemonWireError {
             throw DaemonFailure(error, socket: socketPath)
