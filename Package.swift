@@ -118,7 +118,7 @@ let package = Package(
         // A GLib main context on a thread of its own (libfprint's, GDBus's).
         .target(name: "TouchstoneGLib", dependencies: ["CGLib", "TouchstoneSecure"]),
         .target(name: "TouchstoneFingerprint", dependencies: ["CFPrint", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel", "TouchstoneGLib"]),
-        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel"],
+        .target(name: "TouchstoneVault", dependencies: ["CSQLite", "CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneModel", "TouchstoneFIDO"],
                 swiftSettings: testSupport),
         // The simulator (swtpm + libfprint's virtual reader, synthetic
         // fingerprints for its image reader), shared with the test rigs.
@@ -139,7 +139,7 @@ let package = Package(
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
         // FIDO's CTAPHID and CTAP2 (docs/fido.md): the transport's framing and channels.
-        .target(name: "TouchstoneFIDO", dependencies: ["CCBOR"]),
+        .target(name: "TouchstoneFIDO", dependencies: ["CCBOR", "COpenSSL", "TouchstoneModel", "TouchstonePOSIX"]),
         // The sk-api's structures (OpenSSH 9.2), for the provider library.
         .target(name: "CSecurityKeyAPI", path: "Sources/CSecurityKeyAPI"),
         // Linked -z nodelete: ssh-sk-helper dlcloses the provider as soon as
@@ -191,11 +191,13 @@ let package = Package(
         .target(name: "TestRigs", dependencies: ["TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator",
                                                  "TouchstoneDBus"],
                 path: "Tests/TestRigs"),
-        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
+        // The suite trait that keeps synchronous tests off the cooperative pool.
+        .target(name: "TestScopes", dependencies: ["TestRigs"], path: "Tests/TestScopes"),
+        .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TestScopes", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
                                                  "COpenSSL"],
                     linkerSettings: exportSharedCryptoContext),
-        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "Touchstone", "TouchstoneFIDO", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
-        .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "TestScopes", "Touchstone", "TouchstoneFIDO", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TestScopes", "TouchstonePOSIX", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TestRigs", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint", "CPNG"]),
         .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],
                     path: "Tests/DBusTests"),

@@ -1,4 +1,5 @@
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
@@ -6,7 +7,7 @@ import TestRigs
 /// TPM NV counters, and keys bound to them (scheme 2): what makes an
 /// invalidation and a passcode change final, tried with the owner's
 /// (empty) authorization, as an attacker on most PCs has it.
-@Suite("NV counters and keys bound to them (swtpm)")
+@Suite("NV counters and keys bound to them (swtpm)", .offPool)
 struct CounterTests {
     static let counterAuth = PasscodeAuth(passcodeString: "counter auth")
 

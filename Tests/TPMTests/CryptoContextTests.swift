@@ -1,12 +1,13 @@
 import CTSSCryptoContext
 import Foundation
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 @testable import TouchstoneTPM
 
 /// The shared OpenSSL library context for libtss2-esys (CTSSCryptoContext).
-@Suite("Shared crypto context for tpm2-tss")
+@Suite("Shared crypto context for tpm2-tss", .offPool)
 struct CryptoContextTests {
     @Test("ESYS's hashing on a salted unseal goes through the shared context, and the bytes are right")
     func esysUsesTheSharedContext() throws {

@@ -1,10 +1,11 @@
 import Testing
+import TestScopes
 import TouchstoneFingerprint
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
 
-@Suite("The enrolment-state NV index and the biometric branch")
+@Suite("The enrolment-state NV index and the biometric branch", .offPool)
 struct EnrollmentStateTests {
     @Test("the index holds what was written; reading changes nothing")
     func readWrite() throws {

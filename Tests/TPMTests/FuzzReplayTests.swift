@@ -1,10 +1,11 @@
 import Testing
+import TestScopes
 import TestRigs
 @testable import TouchstoneTPM
 
 /// The `SealedBlob` fuzz target's committed inputs (fuzz/seeds/SealedBlob,
 /// fuzz/crashes/SealedBlob) replayed through the function the fuzzer calls.
-@Suite("Fuzz inputs replayed: SealedBlob")
+@Suite("Fuzz inputs replayed: SealedBlob", .offPool)
 struct SealedBlobFuzzReplayTests {
     @Test("every seed and every input that once crashed the fuzzer: no trap, no broken invariant")
     func replay() throws {

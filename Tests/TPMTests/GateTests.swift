@@ -1,4 +1,5 @@
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
@@ -6,7 +7,7 @@ import CTSS2
 
 /// The daemon's gate (TPM+Gate.swift), attacked with what a program running
 /// as the user has: the blobs and the TPM, not the gate's authValue.
-@Suite("The daemon's gate: PolicySecret on a per-user object, a peppered passcode")
+@Suite("The daemon's gate: PolicySecret on a per-user object, a peppered passcode", .offPool)
 struct GateTests {
     /// A TPM instance with a new gate installed, beside the rig's plain one.
     private static func gated(_ rig: SwtpmRig, _ tpm: TPM) throws -> (TPM, TPMGate) {

@@ -1,9 +1,10 @@
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
 
-@Suite("Passcode branch, dictionary-attack protection, passcode change")
+@Suite("Passcode branch, dictionary-attack protection, passcode change", .offPool)
 struct PasscodeTests {
     @Test("a wrong passcode is reported as such and the TPM's DA counter rises")
     func wrongPasscodeCounts() throws {

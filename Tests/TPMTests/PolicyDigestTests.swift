@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
 
-@Suite("Policy digests and command counts")
+@Suite("Policy digests and command counts", .offPool)
 struct PolicyDigestTests {
     @Test("known answer: PolicyAuthValue from the empty policy (TPM 2.0 Part 3 / tpm2-tools)")
     func knownAnswer() {

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
 import CTSS2
 
-@Suite("Bad blobs, other TPMs, a TPM that goes away, leaks")
+@Suite("Bad blobs, other TPMs, a TPM that goes away, leaks", .offPool)
 struct RobustnessTests {
     @Test("a blob sealed on one swtpm and given to another: a clear 'another TPM' error")
     func foreignTPM() throws {
@@ -151,7 +152,7 @@ struct RobustnessTests {
     }
 }
 
-@Suite("A process killed in the middle of an operation on the simulator")
+@Suite("A process killed in the middle of an operation on the simulator", .offPool)
 struct OrphanTests {
     @Test("sessions and objects left on a swtpm by a dead client are flushed, and the next unseal succeeds")
     func orphansFlushed() throws {

@@ -1,9 +1,10 @@
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
 
-@Suite("Sealing and unsealing on swtpm")
+@Suite("Sealing and unsealing on swtpm", .offPool)
 struct SealTests {
     @Test("both branches open a key sealed under PolicyOR(biometric, passcode)")
     func bothBranches() throws {

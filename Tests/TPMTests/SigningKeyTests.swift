@@ -1,5 +1,6 @@
 import COpenSSL
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneTPM
 import TestRigs
@@ -37,7 +38,7 @@ private func verifies(_ r: [UInt8], _ s: [UInt8], digest: [UInt8], point: [UInt8
 
 /// TPM2_Sign with keys made by `createSigningKey` (TPM+SigningKey.swift),
 /// each branch through the same flows as an unseal (`authorize`).
-@Suite("ssh signing keys in the TPM: made there, used only through their policy")
+@Suite("ssh signing keys in the TPM: made there, used only through their policy", .offPool)
 struct SigningKeyTests {
     private static func digest(_ text: String) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)

@@ -77,11 +77,29 @@ private final class ThreadOfItsOwn: TaskExecutor, @unchecked Sendable {
 /// on two cores), and every wait of every test would stretch with them.
 package func blockingTest<T>(_ body: () throws -> T) async throws -> T {
     try await offPool {
+        if holdsBlockingTurn { return try body() }
         blockingTestTurns.wait()
         defer { blockingTestTurns.signal() }
         return try body()
     }
 }
+
+/// A whole test, async, as `blockingTest` runs a body: its jobs on a thread
+/// of its own, within the same bound (the `.offPool` suite trait). A
+/// `blockingTest` inside it takes no second turn.
+package func blockingTestScope(_ body: () async throws -> Void) async throws {
+    let executor = ThreadOfItsOwn(name: "test-scope")
+    defer { executor.finish() }
+    try await withTaskExecutorPreference(executor) {
+        if holdsBlockingTurn { return try await body() }
+        blockingTestTurns.wait()
+        defer { blockingTestTurns.signal() }
+        try await $holdsBlockingTurn.withValue(true) { try await body() }
+    }
+}
+
+/// Whether the running test already holds a turn (`blockingTestScope`).
+@TaskLocal private var holdsBlockingTurn = false
 
 /// How many `blockingTest` bodies run at once: twice the processors, at
 /// least four (the pool alone ran two blocking tests at a time on two

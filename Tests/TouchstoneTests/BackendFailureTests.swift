@@ -1,4 +1,5 @@
 import Testing
+import TestScopes
 import Touchstone
 import TouchstoneFingerprint
 import TouchstoneTPM
@@ -214,7 +215,7 @@ private let engineRows: [BackendFailureRow] = [
     authenticating(.authentication(.passcodeLockout(retryAfterSeconds: 30)), .passcodeLockout(retryAfterSeconds: 30)),
 ]
 
-@Suite("BackendFailure: every backend error, read once, as the three public errors")
+@Suite("BackendFailure: every backend error, read once, as the three public errors", .offPool)
 struct BackendFailureTests {
     @Test("a TPM error", arguments: tpmRows)
     func tpm(_ row: BackendFailureRow) async {

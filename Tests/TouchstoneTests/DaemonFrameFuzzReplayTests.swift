@@ -1,13 +1,14 @@
 import Foundation
 import TestRigs
 import Testing
+import TestScopes
 @testable import TouchstoneClient
 import Touchstone
 
 /// The `DaemonFrame` fuzz target's committed inputs (fuzz/seeds/DaemonFrame,
 /// fuzz/crashes/DaemonFrame) replayed through the function the fuzzer
 /// calls (`DaemonWire.fuzzCheck`).
-@Suite("Fuzz inputs replayed: DaemonFrame")
+@Suite("Fuzz inputs replayed: DaemonFrame", .offPool)
 struct DaemonFrameFuzzReplayTests {
     @Test("every seed and every input that once crashed the fuzzer: no trap, no broken invariant")
     func replay() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScopes
 @testable import Touchstone
 import TouchstoneServer
 import TouchstoneSecure
@@ -7,7 +8,7 @@ import TouchstoneSecure
 /// The daemon's warm passcode (`WarmPasscode`), on its own: what it keeps,
 /// for which passcode, and for how long. Its use through the daemon, with
 /// the TPM stopped, is `DaemonTests.warmPasscode`.
-@Suite("The daemon's warm passcode")
+@Suite("The daemon's warm passcode", .offPool)
 struct WarmPasscodeTests {
     private func bytes(_ text: String) -> SecureBytes { SecureBytes(copying: Array(text.utf8)) }
 

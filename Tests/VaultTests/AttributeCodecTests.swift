@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneVault
 
 /// The binary attribute record (AttributeCodec) and the JSON the first
 /// release wrote.
-@Suite("Attribute records")
+@Suite("Attribute records", .offPool)
 struct AttributeCodecTests {
     static let accessControls: [AccessControl] = [
         .none, .userPresence, .biometryAny, .biometryCurrentSet, .devicePasscode,

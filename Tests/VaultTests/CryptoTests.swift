@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneVault
 
 /// The vault's own uses of libsodium that have two code paths.
-@Suite("Vault cryptography")
+@Suite("Vault cryptography", .offPool)
 struct CryptoTests {
     @Test("the lookup hash of (service, account) is the keyed hash of the two length-prefixed parts, whatever their bytes")
     func lookupHashForms() {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 import TouchstoneTPM
@@ -7,7 +8,7 @@ import TouchstoneTPM
 
 /// A vault on a TPM with the daemon's gate (what `touchstoned` opens for a
 /// user): biometry-any has no passcode branch at all.
-@Suite("A daemon-mode vault: biometry-any without a passcode branch")
+@Suite("A daemon-mode vault: biometry-any without a passcode branch", .offPool)
 struct DaemonModeVaultTests {
     @Test("biometry-any keys get no passcode blob, and still follow every enrolment and passcode change (the vault opens their biometric blob through the gate); an embedded vault's do have one")
     func biometryAnyWithoutPasscodeBlob() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 @testable import TouchstoneTPM
@@ -8,7 +9,7 @@ import TouchstoneSecure
 /// FIDO credentials in the vault (Vault+FIDO.swift): the flags an
 /// assertion carries, the counter, what a credential refuses, and records
 /// tampered with.
-@Suite("FIDO credentials in the vault: flags, counter, refusals, tampering")
+@Suite("FIDO credentials in the vault: flags, counter, refusals, tampering", .offPool)
 struct FIDOVaultTests {
     private static let clientDataHash = [UInt8](repeating: 0xc1, count: 32)
 

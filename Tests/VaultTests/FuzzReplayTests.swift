@@ -1,10 +1,11 @@
 import Testing
+import TestScopes
 import TestRigs
 @testable import TouchstoneVault
 
 /// The `ItemRecord` fuzz target's committed inputs (fuzz/seeds/ItemRecord,
 /// fuzz/crashes/ItemRecord) replayed through the function the fuzzer calls.
-@Suite("Fuzz inputs replayed: ItemRecord")
+@Suite("Fuzz inputs replayed: ItemRecord", .offPool)
 struct ItemRecordFuzzReplayTests {
     @Test("every seed and every input that once crashed the fuzzer: no trap, no broken invariant")
     func replay() throws {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 @testable import TouchstoneTPM
@@ -8,7 +9,7 @@ import TouchstoneSecure
 /// ssh keys in the vault (Vault+SSHKeys.swift): each access control's
 /// ways to sign, across enrolment and passcode changes, and a record
 /// tampered with.
-@Suite("ssh keys in the vault: access controls, changes, tampering")
+@Suite("ssh keys in the vault: access controls, changes, tampering", .offPool)
 struct SSHKeyVaultTests {
     private static let digest = [UInt8](repeating: 0x5a, count: 32)
 

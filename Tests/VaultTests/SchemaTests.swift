@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestScopes
 import TouchstoneSecure
 @testable import TouchstoneVault
 
 /// The wrapped-key record (WrapCodec) and the migration from schema 1,
 /// where wrapped keys were rows of a `wraps` table.
-@Suite("Schema and wrapped-key records")
+@Suite("Schema and wrapped-key records", .offPool)
 struct SchemaTests {
     static let sample: [Vault.Wrap] = [
         Vault.Wrap(alternative: 0, classKeyIDs: [3], wrapped: Array(repeating: 0xAB, count: 80)),
@@ -132,7 +133,7 @@ struct SchemaTests {
 
 /// Rows of both record ciphers (RecordCipher) in one vault, and the
 /// migration that names every older row's cipher.
-@Suite("Record ciphers")
+@Suite("Record ciphers", .offPool)
 struct RecordCipherTests {
     static let accesses: [(String, AccessControl, VaultProof)] = [
         ("none", .none, .none), ("passcode", .devicePasscode, passcode),

@@ -1,6 +1,7 @@
 import Foundation
 import TestRigs
 import Testing
+import TestScopes
 import TouchstoneFingerprint
 import TouchstoneSecure
 import TouchstoneTPM
@@ -11,7 +12,7 @@ import TouchstoneTPM
 /// counters rewound or replaced, an old copy with the old passcode after a
 /// change, fingers' records planted, replaced or removed; each next to the
 /// legitimate use that works. And every change cut short at each step.
-@Suite("Vault scheme 2: counters, old copies, the fingers' store")
+@Suite("Vault scheme 2: counters, old copies, the fingers' store", .offPool)
 struct SchemeTwoTests {
     /// A rig whose TPM forgives wrong tries, with a current-set item and a
     /// passcode item, and one finger enrolled.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 import TouchstoneTPM
@@ -14,7 +15,7 @@ import TouchstoneTPM
 /// be in their own SecureBytes (locked pages) and nowhere else; every other
 /// key and the secrets may be nowhere. After the vault and its TPM
 /// connection are released, no key may be anywhere.
-@Suite("Secrets in memory (this process scanned)", .serialized)
+@Suite("Secrets in memory (this process scanned)", .serialized, .offPool)
 struct SecretsInMemoryTests {
     static func range(of bytes: SecureBytes) -> Range<UInt> {
         bytes.withUnsafeBytes { UInt(bitPattern: $0.baseAddress!)..<(UInt(bitPattern: $0.baseAddress!) + UInt($0.count)) }
@@ -115,7 +116,7 @@ struct SecretsInMemoryTests {
     }
 }
 
-@Suite("SecureBytes: locked while held")
+@Suite("SecureBytes: locked while held", .offPool)
 struct LockedWhileHeldTests {
     @Test("a buffer stays locked (and out of core dumps) when another one on the same page is released")
     func sharedPage() throws {

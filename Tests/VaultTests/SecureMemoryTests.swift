@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestScopes
 import Synchronization
 import TestRigs
 @testable import TouchstoneSecure
 
 /// SecureBytes' memory: locked, out of core dumps, zeroed on release.
-@Suite("Secure memory")
+@Suite("Secure memory", .offPool)
 struct SecureMemoryTests {
     /// Whether a sanitizer runtime is in the process (RTLD_DEFAULT lookup).
     static let underSanitizer = ["__tsan_init", "__asan_init"].contains { (name: String) in dlsym(nil, name) != nil }

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 import TouchstoneTPM
 @testable import TouchstoneVault
 
-@Suite("Vault items on swtpm")
+@Suite("Vault items on swtpm", .offPool)
 struct VaultItemTests {
     @Test("add, get, update, delete, duplicates and missing items")
     func lifecycle() throws {

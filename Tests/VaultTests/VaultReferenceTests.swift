@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 import TouchstoneTPM
 @testable import TouchstoneVault
 
 /// Items by reference and by attribute set (the Secret Service's view).
-@Suite("Vault items by reference and attributes, on swtpm")
+@Suite("Vault items by reference and attributes, on swtpm", .offPool)
 struct VaultReferenceTests {
     static func item(_ set: [String: String], label: String? = nil, access: AccessControl = .none) -> ItemAttributes {
         ItemAttributes(service: set["service"] ?? "secret-service", account: set["account"] ?? "item-\(UInt64.random(in: 0...UInt64.max))",

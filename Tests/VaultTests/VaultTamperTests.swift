@@ -2,12 +2,13 @@ import Foundation
 import TouchstonePOSIX
 import TouchstoneSimulator
 import Testing
+import TestScopes
 import TestRigs
 import TouchstoneSecure
 import TouchstoneTPM
 @testable import TouchstoneVault
 
-@Suite("Tampering, damage and other TPMs")
+@Suite("Tampering, damage and other TPMs", .offPool)
 struct VaultTamperTests {
     /// The record ciphers this CPU runs.
     static let ciphers = RecordCipher.allCases.filter(\.isAvailable)
@@ -332,7 +333,7 @@ struct VaultTamperTests {
     }
 }
 
-@Suite("Record decoders (also fuzzed: scripts/fuzz)")
+@Suite("Record decoders (also fuzzed: scripts/fuzz)", .offPool)
 struct RecordDecoderTests {
     @Test("wrap class key id lists: valid forms parse, anything else is refused", arguments: [
         ("0", [Int64(0)]), ("3", [3]), ("3+5", [3, 5]), ("12+7+9", [12, 7, 9]),
