@@ -34,12 +34,28 @@ public struct FIDOCredentials: Sendable {
     /// message), after the touch its access asks, through `interaction`.
     /// `userVerification`: the user-verified flag is wanted (a credential
     /// made `verificationRequired` always wants it).
-    public func assert(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, reason: String,
+    /// `extensions`: the authenticator's extension outputs (a CBOR map),
+    /// signed in the authenticator data.
+    public func assert(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil, reason: String,
                        interaction: (any AuthenticationInteraction)?, touchTimeout: Duration = .seconds(30)) async throws(KeychainError) -> FIDOAssertion {
-        let request = Calls.AssertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification, reason: reason,
-                                       interactionNotAllowed: false, touchTimeout: touchTimeout)
+        let request = Calls.AssertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification,
+                                       extensions: extensions, reason: reason, interactionNotAllowed: false, touchTimeout: touchTimeout)
         return try await engine.operation { () async throws(KeychainError) in
             try await engine.call(request, interaction: interaction)
+        }
+    }
+
+    /// A WebAuthn registration: a new credential and its attestation (its
+    /// first assertion, over `clientDataHash`, carrying the credential)
+    /// after the touch its access asks; nothing is kept when the touch
+    /// fails. A discoverable credential replaces the relying party's and
+    /// user's others once attested.
+    public func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil, reason: String,
+                     interaction: (any AuthenticationInteraction)?, touchTimeout: Duration = .seconds(30)) async throws(KeychainError) -> FIDOMadeCredential {
+        let call = Calls.MakeFIDOCredential(request, clientDataHash: clientDataHash, userVerification: userVerification, extensions: extensions,
+                                            reason: reason, interactionNotAllowed: false, touchTimeout: touchTimeout)
+        return try await engine.operation { () async throws(KeychainError) in
+            try await engine.call(call, interaction: interaction)
         }
     }
 }

@@ -21,6 +21,7 @@ enum CommandRunner {
         // the ssh-agent end on SIGTERM as their job (exit 0).
         if case .secretService = command, signals.wasSignalled { return code }
         if case .sshAgent = command { return code }
+        if case .fido(.serve) = command { return code }
         return signals.wasSignalled ? ExitCode.cancelled.rawValue : code
     }
 

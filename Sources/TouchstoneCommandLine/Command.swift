@@ -69,6 +69,8 @@ public enum Command: Sendable, Hashable {
         case list
         /// `delete ID` (base64url, or a prefix of it that names one).
         case delete(id: String)
+        /// `serve --udp HOST:PORT [--access SPEC]`: the CTAP 2.1 authenticator.
+        case serve(udp: String, access: AccessControl)
     }
 
     /// What `passcode` does.
@@ -155,6 +157,7 @@ public enum Command: Sendable, Hashable {
         case .sshAgent: "ssh-agent"
         case .fido(.list): "fido list"
         case .fido(.delete): "fido delete"
+        case .fido(.serve): "fido serve"
         case .doctor: "doctor"
         }
     }

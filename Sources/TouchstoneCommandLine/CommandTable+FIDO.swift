@@ -2,7 +2,7 @@
 extension CommandTable {
     static let fido = CommandDescription(
         name: "fido",
-        abstract: "List and delete the FIDO credentials kept by the TPM.",
+        abstract: "List, delete and serve the FIDO credentials kept by the TPM.",
         discussion: """
             A FIDO credential is an ECC P-256 key that the TPM makes and never lets out, for one \
             relying party or ssh application: OpenSSH's security keys (ecdsa-sk) through the \
@@ -22,7 +22,37 @@ extension CommandTable {
                 discussion: "Needs the passcode. <id> is as 'fido list' prints it, or the start of it that names one credential.",
                 arguments: [FIDOArgument.id],
                 make: { invocation throws(UsageError) in .fido(.delete(id: try invocation.requiredText(FIDOArgument.id))) }),
+            CommandDescription(
+                name: "serve",
+                abstract: "Serve a CTAP 2.1 authenticator over CTAPHID until SIGTERM.",
+                discussion: """
+                    --udp: one 64-byte CTAPHID report per datagram on a loopback UDP port (port 0: any \
+                    free one); the port is printed on stdout. Registrations make FIDO credentials \
+                    with --access; every registration and sign-in waits for a touch, and user \
+                    verification is a finger match or the passcode, asked by Touchstone itself.
+                    """,
+                options: [FIDOOption.udp, FIDOOption.access],
+                make: { invocation throws(UsageError) in
+                    guard let udp = try invocation.optionText(FIDOOption.udp) else {
+                        throw UsageError("fido serve needs a transport: --udp HOST:PORT")
+                    }
+                    var access = AccessControl.userPresence
+                    if let spec = invocation.value(FIDOOption.access) {
+                        do throws(AccessControlSyntaxError) {
+                            access = try AccessControl(parsing: spec)
+                        } catch {
+                            throw UsageError("invalid \(FIDOOption.access.name) \(Quote.value(spec)): \(error.description)")
+                        }
+                        guard !access.flags.isEmpty else { throw UsageError("a FIDO credential signs only after a touch: --access cannot be none") }
+                    }
+                    return .fido(.serve(udp: udp, access: access))
+                }),
         ])
+
+    private enum FIDOOption {
+        static let udp = OptionDescription(names: ["--udp"], valueName: "host:port", help: "Listen on this loopback UDP address (e.g. 127.0.0.1:0).")
+        static let access = OptionDescription(names: ["--access"], valueName: "spec", help: "What a new credential's signatures need.", defaultValue: "user-presence")
+    }
 
     private enum FIDOArgument {
         static let id = ArgumentDescription(name: "id", help: "The credential's id (base64url), or a prefix that names one.")

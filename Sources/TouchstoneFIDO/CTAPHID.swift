@@ -87,7 +87,7 @@ package enum CTAPHID {
         [UInt8(value >> 24), UInt8(value >> 16 & 0xFF), UInt8(value >> 8 & 0xFF), UInt8(value & 0xFF)]
     }
 
-    static func channel(of report: [UInt8]) -> UInt32 {
+    package static func channel(of report: [UInt8]) -> UInt32 {
         report.prefix(4).reduce(0) { $0 << 8 | UInt32($1) }
     }
 

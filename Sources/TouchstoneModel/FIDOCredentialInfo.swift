@@ -110,3 +110,17 @@ public struct FIDOAssertion: Sendable, Hashable, Codable {
     public static let userPresent: UInt8 = 0x01
     public static let userVerified: UInt8 = 0x04
 }
+
+/// A new credential and its attestation: the first assertion, whose
+/// authenticator data carries the credential (AAGUID, id, public key),
+/// signed by the credential's own key after the touch (WebAuthn's
+/// self attestation).
+public struct FIDOMadeCredential: Sendable, Hashable, Codable {
+    public let credential: FIDOCredentialInfo
+    public let attestation: FIDOAssertion
+
+    public init(credential: FIDOCredentialInfo, attestation: FIDOAssertion) {
+        self.credential = credential
+        self.attestation = attestation
+    }
+}

@@ -1,5 +1,6 @@
 internal import CSodium
 import Foundation
+import TouchstoneFIDO
 import TouchstoneSecure
 import TouchstoneTPM
 
@@ -17,6 +18,8 @@ extension Vault {
     package static let maximumUserID = 64
     /// The size of the credential ids this vault makes.
     package static let credentialIDSize = 32
+    /// The largest extension outputs an assertion carries.
+    package static let maximumExtensionOutputs = 1024
 
     private static let fidoMetadataADLabel = Array("touchstone/fido-credential-metadata/v1".utf8)
     private static let fidoLookupDomain = "touchstone/fido-credential"
@@ -48,7 +51,11 @@ extension Vault {
     /// discoverable credential for a relying party and user that already
     /// have one is refused (`duplicateItem`) unless `replace`, which
     /// deletes the old one in the same transaction.
-    package func createFIDOCredential(_ request: FIDOCredentialRequest, replace: Bool = false) throws(VaultError) -> FIDOCredentialInfo {
+    /// `keepingOthers`: a discoverable one is added beside any the
+    /// relying party and user have (WebAuthn's registration, which
+    /// replaces them with `deleteFIDOCredentials(replacedBy:)` only once
+    /// the new one is attested).
+    package func createFIDOCredential(_ request: FIDOCredentialRequest, replace: Bool = false, keepingOthers: Bool = false) throws(VaultError) -> FIDOCredentialInfo {
         try requireWritable()
         func clean(_ text: String) -> Bool { !text.unicodeScalars.contains { $0.properties.generalCategory == .control } }
         guard !request.relyingParty.isEmpty, request.relyingParty.utf8.count <= Self.maximumRelyingParty, clean(request.relyingParty) else {
@@ -66,7 +73,7 @@ extension Vault {
             throw VaultError.invalidInput("a FIDO credential signs only after a touch: its access cannot be none")
         }
         let rp = fidoRPLookup(request.relyingParty)
-        if request.discoverable, !replace, try !discoverableFIDO(rp, request).isEmpty { throw VaultError.duplicateItem }
+        if request.discoverable, !replace, !keepingOthers, try !discoverableFIDO(rp, request).isEmpty { throw VaultError.duplicateItem }
         let key = try makeSigningKey(access: request.access)
         let id = (0..<Self.credentialIDSize).map { _ in UInt8.random(in: 0...255) }
         let info = FIDOCredentialInfo(id: id, relyingParty: request.relyingParty, userID: request.userID, userName: request.userName,
@@ -77,7 +84,7 @@ extension Vault {
         let cipher = recordCipher
         let metadata = try metadataKeys.key(cipher).seal(Self.encodeFIDO(info), ad: Self.fidoMetadataAD(lookup))
         try db.transaction { () throws(VaultError) in
-            if request.discoverable {
+            if request.discoverable, !keepingOthers {
                 let existing = try discoverableFIDO(rp, request)
                 if !existing.isEmpty && !replace { throw VaultError.duplicateItem }
                 for row in existing { try db.query("DELETE FROM fido_credentials WHERE id = ?", [.integer(row)]) }
@@ -96,6 +103,21 @@ extension Vault {
             guard let info = try? openFIDOMetadata(row), info.discoverable, info.relyingParty == request.relyingParty,
                   info.userID == request.userID else { return nil }
             return row.id
+        }
+    }
+
+    /// Deletes the other discoverable credentials of `credential`'s
+    /// relying party and user (a registration's new one replaces them).
+    package func deleteFIDOCredentials(replacedBy credential: FIDOCredentialInfo) throws(VaultError) {
+        try requireWritable()
+        let request = FIDOCredentialRequest(relyingParty: credential.relyingParty, userID: credential.userID)
+        let keep = fidoLookup(credential.id)
+        let rows = try db.rows("SELECT \(Self.fidoColumns) FROM fido_credentials WHERE rp = ?", [.blob(fidoRPLookup(credential.relyingParty))], Self.storedFIDO)
+        let mine = try Set(discoverableFIDO(fidoRPLookup(credential.relyingParty), request))
+        try db.transaction { () throws(VaultError) in
+            for row in rows where mine.contains(row.id) && row.lookup != keep {
+                try db.query("DELETE FROM fido_credentials WHERE id = ?", [.integer(row.id)])
+            }
         }
     }
 
@@ -183,9 +205,21 @@ extension Vault {
     /// finger match or the passcode (a credential made
     /// `verificationRequired` always asks it). The counter is committed
     /// before the TPM signs.
+    ///
+    /// `attestation`: the authenticator data carries the credential's
+    /// attested data (AAGUID, id, COSE key), as a new credential's does
+    /// (WebAuthn's self attestation signs it with the credential's own
+    /// key). `extensions`: the authenticator's extension outputs (a CBOR
+    /// map), appended with the ED flag.
     package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool,
+                            attestation: Bool = false, extensions: [UInt8]? = nil,
                             proof: VaultProof) throws(VaultError) -> FIDOAssertion {
         guard clientDataHash.count == 32 else { throw VaultError.invalidInput("a client data hash is 32 bytes") }
+        if let extensions {
+            guard extensions.count <= Self.maximumExtensionOutputs, (try? CBOR.decode(extensions))?.mapValue != nil else {
+                throw VaultError.invalidInput("extension outputs are a CBOR map of at most \(Self.maximumExtensionOutputs) bytes")
+            }
+        }
         try requireWritable()
         let (row, info) = try loadFIDO(id, relyingParty: relyingParty)
         let verify = userVerification || info.verificationRequired
@@ -204,7 +238,13 @@ extension Vault {
             return UInt32(stored + 1)
         }
         let flags = FIDOAssertion.userPresent | (verify ? FIDOAssertion.userVerified : 0)
-        let authenticatorData = Self.sha256(Array(info.relyingParty.utf8)) + [flags] + withUnsafeBytes(of: counter.bigEndian, Array.init)
+        var attested: [UInt8]?
+        if attestation {
+            guard let data = AuthenticatorData.attestedCredentialData(id: info.id, publicPoint: info.publicPoint) else { throw VaultError.corrupted("FIDO credential \(info.idText)") }
+            attested = data
+        }
+        let authenticatorData = AuthenticatorData.encode(rpIDHash: Self.sha256(Array(info.relyingParty.utf8)), flags: flags, signCount: counter,
+                                                         attested: attested, extensions: extensions)
         let digest = Self.sha256(authenticatorData + clientDataHash)
         let (r, s) = try sign(digest: digest, with: row.signingKey(info.idText), access: info.access, publicPoint: info.publicPoint, proof: proof)
         return FIDOAssertion(authenticatorData: authenticatorData, signature: SSHSignature(r: r, s: s))

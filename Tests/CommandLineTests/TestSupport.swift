@@ -52,6 +52,6 @@ let allCommandPaths: [[String]] = [
     ["enroll"], ["unenroll"], ["fingers"], ["verify"], ["matching"], ["add"], ["get"], ["update"], ["delete"], ["list"], ["import"],
     ["secret-service"], ["sim"], ["sim", "start"], ["sim", "stop"], ["sim", "status"], ["sim", "touch"], ["sim", "retry"],
     ["sim", "error"], ["sim", "unplug"], ["sim", "print"], ["demo"], ["help"],
-    ["ssh-key"], ["ssh-key", "create"], ["ssh-key", "list"], ["ssh-key", "delete"], ["ssh-key", "sign"], ["ssh-agent"], ["fido"], ["fido", "list"], ["fido", "delete"],
+    ["ssh-key"], ["ssh-key", "create"], ["ssh-key", "list"], ["ssh-key", "delete"], ["ssh-key", "sign"], ["ssh-agent"], ["fido"], ["fido", "list"], ["fido", "delete"], ["fido", "serve"],
     ["doctor"],
 ]

@@ -270,7 +270,7 @@ struct DaemonServerUnitTests {
     }
 
     private func receive(_ client: FrameSocket) async throws -> DaemonWire.Frame {
-        try await offPool { try client.receive(idle: .seconds(60), stall: .seconds(60)) }
+        try await offPool { try client.receive(idle: .seconds(300), stall: .seconds(300)) }
     }
 
     @Test("a session over a socketpair: status answers part by part when the user's engine cannot open; another operation gets its typed failure; a grant the connection does not hold is invalidContext; the connection serves on after each")

@@ -40,12 +40,35 @@ extension InProcessEngine {
 
     /// An assertion by the credential `id`: the touch (or the passcode)
     /// its open ways ask, then the vault's counter and the TPM's signature.
-    package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, reason: String,
-                            settings: ContextSettings) async throws(KeychainError) -> FIDOAssertion {
+    package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil,
+                            reason: String, settings: ContextSettings) async throws(KeychainError) -> FIDOAssertion {
         try await keychain { () async throws(BackendFailure) in
             let open = try vaultCall(vault.fidoOpenAccess(id: id, relyingParty: relyingParty))
             let proof = try await proof(for: open, reason: reason, settings)
-            return try vaultCall(vault.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification, proof: proof))
+            return try vaultCall(vault.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification,
+                                                  extensions: extensions, proof: proof))
+        }
+    }
+
+    /// A registration: the credential made, then its attestation (its
+    /// first assertion, carrying the credential) after the touch; a
+    /// credential whose touch or signature fails is deleted again, and a
+    /// discoverable one replaces the user's others only once attested.
+    package func makeFIDOCredential(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
+                                    reason: String, settings: ContextSettings) async throws(KeychainError) -> FIDOMadeCredential {
+        try await keychain { () async throws(BackendFailure) in
+            let made = try vaultCall(vault.createFIDOCredential(request, keepingOthers: true))
+            do throws(BackendFailure) {
+                let open = try vaultCall(vault.fidoOpenAccess(id: made.id, relyingParty: made.relyingParty))
+                let proof = try await proof(for: open, reason: reason, settings)
+                let attestation = try vaultCall(vault.assertFIDO(id: made.id, relyingParty: made.relyingParty, clientDataHash: clientDataHash,
+                                                                 userVerification: userVerification, attestation: true, extensions: extensions, proof: proof))
+                if made.discoverable { try vaultCall(vault.deleteFIDOCredentials(replacedBy: made)) }
+                return FIDOMadeCredential(credential: made, attestation: attestation)
+            } catch {
+                try? vault.deleteFIDOCredential(id: made.id)
+                throw error
+            }
         }
     }
 }

@@ -17,6 +17,7 @@ package enum EngineOperations {
         Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self, Calls.SSHKeyOpenAccess.self,
         Calls.SignSSH.self,
         Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
+        Calls.MakeFIDOCredential.self,
     ]
 
     /// The operations by name.
@@ -368,7 +369,19 @@ extension Calls.AssertFIDO: EngineOperation {
                      interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> FIDOAssertion {
         let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
                                        touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
-        return try await engine.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification, reason: reasonText,
-                                           settings: settings)
+        return try await engine.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification,
+                                           extensions: extensions, reason: reasonText, settings: settings)
+    }
+}
+
+extension Calls.MakeFIDOCredential: EngineOperation {
+    package static var releasesReader: Bool { true }
+
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> FIDOMadeCredential {
+        let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
+                                       touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
+        return try await engine.makeFIDOCredential(request, clientDataHash: clientDataHash, userVerification: userVerification,
+                                                   extensions: extensions, reason: reasonText, settings: settings)
     }
 }

@@ -558,17 +558,53 @@ extension Calls {
         package var relyingParty: String
         package var clientDataHash: [UInt8]
         package var userVerification: Bool
+        /// The authenticator's extension outputs (a CBOR map), signed in
+        /// the authenticator data; none for ssh.
+        package var extensions: [UInt8]?
         package var reasonText: String
         package var interactionNotAllowed: Bool
         package var touchTimeoutMilliseconds: Int
         package var reason: String? { reasonText }
 
-        package init(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, reason: String,
-                     interactionNotAllowed: Bool, touchTimeout: Duration) {
+        package init(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil,
+                     reason: String, interactionNotAllowed: Bool, touchTimeout: Duration) {
             self.id = id
             self.relyingParty = relyingParty
             self.clientDataHash = clientDataHash
             self.userVerification = userVerification
+            self.extensions = extensions
+            reasonText = reason
+            self.interactionNotAllowed = interactionNotAllowed
+            touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+        }
+    }
+
+    /// A WebAuthn registration in one operation: the credential made, the
+    /// touch (and the verification) its access asks, and its attestation
+    /// signed; a credential whose touch fails is not kept, and a
+    /// discoverable one replaces the relying party's and user's others
+    /// only once attested.
+    package struct MakeFIDOCredential: EngineRequest {
+        package typealias Response = FIDOMadeCredential
+        package typealias Failure = KeychainError
+        package static let name = "fido-make"
+        package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
+        package var target: String? { "a new FIDO credential for \(request.relyingParty)" }
+        package var request: FIDOCredentialRequest
+        package var clientDataHash: [UInt8]
+        package var userVerification: Bool
+        package var extensions: [UInt8]?
+        package var reasonText: String
+        package var interactionNotAllowed: Bool
+        package var touchTimeoutMilliseconds: Int
+        package var reason: String? { reasonText }
+
+        package init(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?, reason: String,
+                     interactionNotAllowed: Bool, touchTimeout: Duration) {
+            self.request = request
+            self.clientDataHash = clientDataHash
+            self.userVerification = userVerification
+            self.extensions = extensions
             reasonText = reason
             self.interactionNotAllowed = interactionNotAllowed
             touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds

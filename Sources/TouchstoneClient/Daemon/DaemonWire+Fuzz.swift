@@ -22,6 +22,7 @@ extension DaemonWire {
             Calls.DeleteItem.self, Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self,
             Calls.SSHKeyOpenAccess.self, Calls.SignSSH.self,
             Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
+            Calls.MakeFIDOCredential.self,
         ]
         return Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
     }()
@@ -193,6 +194,10 @@ extension DaemonWire {
             Calls.FIDOCredentials(relyingParty: "ssh:work"), Calls.DeleteFIDOCredential(id: Array(0..<32), passcode: secret("1234")),
             Calls.AssertFIDO(id: Array(0..<32), relyingParty: "ssh:work", clientDataHash: Array(32..<64), userVerification: true,
                              reason: "ssh-keygen asks to sign", interactionNotAllowed: false, touchTimeout: .seconds(30)),
+            Calls.MakeFIDOCredential(FIDOCredentialRequest(relyingParty: "example.org", userID: Array("alice".utf8), userName: "alice",
+                                                           discoverable: true, access: .biometryAny),
+                                     clientDataHash: Array(32..<64), userVerification: true, extensions: [0xa0],
+                                     reason: "register with example.org", interactionNotAllowed: false, touchTimeout: .seconds(30)),
         ]
         var frames: [(String, Frame)] = []
         var counts: [String: Int] = [:]
@@ -219,6 +224,12 @@ extension DaemonWire {
             ("response-ssh-sign", try Frame(response: Outcome<Calls.SignSSH>.success(SSHSignature(r: Array(1...32), s: Array(33...64))))),
             ("response-fido-assert", try Frame(response: Outcome<Calls.AssertFIDO>.success(
                 FIDOAssertion(authenticatorData: Array(0..<32) + [0x05, 0, 0, 0, 7], signature: SSHSignature(r: Array(1...32), s: Array(33...64)))))),
+            ("response-fido-make", try Frame(response: Outcome<Calls.MakeFIDOCredential>.success(FIDOMadeCredential(
+                credential: FIDOCredentialInfo(id: Array(0..<32), relyingParty: "example.org", userID: Array("alice".utf8), userName: "alice",
+                                               userDisplayName: "Alice", discoverable: true, verificationRequired: false, credProtect: 1,
+                                               access: .biometryAny, created: Date(timeIntervalSince1970: 1_800_000_000),
+                                               publicPoint: [0x04] + Array(1...64)),
+                attestation: FIDOAssertion(authenticatorData: Array(0..<32) + [0x45, 0, 0, 0, 1], signature: SSHSignature(r: Array(1...32), s: Array(33...64))))))),
             ("response-domain-state", try Frame(response: Outcome<Calls.DomainState>.success(Data([0xde, 0xad])))),
             ("prompt-touch", try Frame(.prompt, DaemonPrompt(id: 1, need: .touch(reason: "unlock the vault", passcodeAllowed: true)))),
             ("prompt-passcode", try Frame(.prompt, DaemonPrompt(id: 2, need: .passcode(reason: "unlock the vault")))),

@@ -1,0 +1,112 @@
+import Foundation
+import Touchstone
+import TouchstoneCLISupport
+import TouchstoneCommandLine
+import TouchstoneFIDO
+import TouchstoneSecretService
+import TouchstoneSecure
+
+/// `touchstone fido serve --udp HOST:PORT`: the CTAP 2.1 authenticator
+/// (docs/fido.md) over CTAPHID on a loopback UDP port, its credentials the
+/// vault's FIDO credentials through the public API (either engine). In
+/// the foreground until SIGTERM or SIGINT (exit 0).
+extension Session {
+    func fidoServe(udp: String, access: AccessControl) async throws {
+        let (host, port) = try Self.udpAddress(udp)
+        try await withDevice { device in
+            let interaction = DesktopInteraction(terminal: interaction, title: "Touchstone passkeys", log: { FIDOStore.log($0) })
+            let store = FIDOStore(device: device, interaction: interaction, timeout: options.timeout)
+            let server: CTAPHIDUDPServer
+            do {
+                server = try CTAPHIDUDPServer(host: host, port: port, authenticator: CTAP2Authenticator(store: store, access: access))
+            } catch {
+                throw CLIFailure(.failure, "cannot serve the authenticator: \(error)")
+            }
+            startDetachedThread(name: "ctaphid-udp") { server.run() }
+            Output.result("\(server.port)")
+            FIDOStore.log("listening on udp \(host):\(server.port)")
+            while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
+            server.stop()
+            FIDOStore.log("stopping")
+        }
+    }
+
+    /// HOST:PORT, the host a loopback IPv4 address (the server checks it).
+    static func udpAddress(_ given: String) throws -> (String, UInt16) {
+        guard let colon = given.lastIndex(of: ":"), let port = UInt16(given[given.index(after: colon)...]) else {
+            throw CLIFailure(.usage, "--udp takes HOST:PORT (e.g. 127.0.0.1:0), not \(SafeText.quoted(given))")
+        }
+        return (String(given[..<colon]), port)
+    }
+}
+
+/// The authenticator's credentials: the vault's, through the public API,
+/// one operation at a time, the reader released after each.
+final class FIDOStore: FIDOAuthenticatorStore {
+    let device: TouchstoneDevice
+    let interaction: DesktopInteraction
+    let timeout: Duration
+
+    init(device: TouchstoneDevice, interaction: DesktopInteraction, timeout: Duration) {
+        self.device = device
+        self.interaction = interaction
+        self.timeout = timeout
+    }
+
+    func credentials(relyingParty: String) async throws(CTAP2.Status) -> [FIDOCredentialInfo] {
+        do {
+            return try await device.fido.list(relyingParty: relyingParty).filter { $0.state == .ok }
+        } catch {
+            throw Self.status(error, "list the credentials of \(relyingParty)")
+        }
+    }
+
+    func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
+              reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential {
+        Self.log(reason)
+        defer { Task { await device.close() } }
+        do {
+            let made = try await device.fido.make(request, clientDataHash: clientDataHash, userVerification: userVerification, extensions: extensions,
+                                                  reason: reason, interaction: interaction, touchTimeout: timeout)
+            Self.log("registered \(made.credential.idText.prefix(8)) for \(request.relyingParty)")
+            return made
+        } catch {
+            throw Self.status(error, reason)
+        }
+    }
+
+    func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
+                reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
+        Self.log(reason)
+        defer { Task { await device.close() } }
+        do {
+            let signed = try await device.fido.assert(id: credential.id, relyingParty: credential.relyingParty, clientDataHash: clientDataHash,
+                                                      userVerification: userVerification, extensions: extensions, reason: reason,
+                                                      interaction: interaction, touchTimeout: timeout)
+            Self.log("signed with \(credential.idText.prefix(8)) for \(credential.relyingParty)")
+            return signed
+        } catch {
+            throw Self.status(error, reason)
+        }
+    }
+
+    /// Touchstone's failure as CTAP's status, logged.
+    static func status(_ error: KeychainError, _ what: String) -> CTAP2.Status {
+        log("\(what): \(error)")
+        return switch error {
+        case .itemNotFound, .itemInvalidated: .noCredentials
+        case .duplicateItem: .credentialExcluded
+        case .userCanceled: .keepaliveCancel
+        case .authFailed, .interactionNotAllowed: .operationDenied
+        case .authentication(.notInteractive): .operationDenied
+        case .authentication(.passcodeNotSet): .notAllowed
+        case .invalidItem: .invalidParameter
+        default: .other
+        }
+    }
+
+    /// A line on stderr (never a secret).
+    static func log(_ line: String) {
+        Output.progress("touchstone fido: " + line)
+    }
+}

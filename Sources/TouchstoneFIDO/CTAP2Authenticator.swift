@@ -1,0 +1,302 @@
+import Foundation
+import TouchstoneModel
+
+/// What the authenticator needs of Touchstone's FIDO credentials (the
+/// public API's `device.fido`, through either engine): a failure is a
+/// CTAP status already (the adapter maps Touchstone's errors).
+package protocol FIDOAuthenticatorStore: Sendable {
+    /// The credentials of `relyingParty`, usable ones only.
+    func credentials(relyingParty: String) async throws(CTAP2.Status) -> [FIDOCredentialInfo]
+    /// A registration: the new credential and its attestation, after the touch.
+    func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
+              reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential
+    /// An assertion by `credential`, after the touch.
+    func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
+                reason: String) async throws(CTAP2.Status) -> FIDOAssertion
+}
+
+/// The CTAP 2.1 authenticator (docs/fido.md): a CTAPHID_CBOR request's
+/// payload in (the command byte, then its CBOR parameters), the answer out
+/// (a status byte, then CBOR). Credentials are Touchstone's FIDO
+/// credentials: TPM keys, each signature after the touch its access asks;
+/// user verification is Touchstone's own (a finger, or the passcode), so
+/// the authenticator offers `uv` and no client PIN.
+package actor CTAP2Authenticator {
+    /// The largest message a client may send (CTAPHID's largest payload).
+    package static let maximumMessageSize = CTAPHID.maximumPayload
+    /// The most credential ids a list may hold, and the longest id.
+    package static let maximumCredentialsInList = 8
+    package static let maximumCredentialIDLength = 128
+
+    private let store: any FIDOAuthenticatorStore
+    /// The access new credentials get.
+    private let access: AccessControl
+    /// What remains of a getAssertion for getNextAssertion.
+    private var next: PendingAssertions?
+    private let clock: @Sendable () -> Double
+
+    private struct PendingAssertions {
+        var relyingParty: String
+        var clientDataHash: [UInt8]
+        var userVerification: Bool
+        var credentials: [FIDOCredentialInfo]
+        var expires: Double
+    }
+
+    package init(store: any FIDOAuthenticatorStore, access: AccessControl = .userPresence,
+                 clock: @escaping @Sendable () -> Double = { Date().timeIntervalSinceReferenceDate }) {
+        self.store = store
+        self.access = access
+        self.clock = clock
+    }
+
+    /// Whether a command waits for the person (KEEPALIVE says so
+    /// meanwhile): not a probe (getAssertion with `up` false), which a
+    /// client would take for a request to touch.
+    package nonisolated static func awaitsUser(_ request: [UInt8]) -> Bool {
+        guard let first = request.first, let command = CTAP2.Command(rawValue: first) else { return false }
+        if command == .getAssertion, let parameters = try? CBOR.decode(Array(request.dropFirst())), parameters[5]?["up"] == .bool(false) {
+            return false
+        }
+        return [.makeCredential, .getAssertion, .getNextAssertion, .selection].contains(command)
+    }
+
+    /// The answer to one request: a status byte, then the CBOR response.
+    package func handle(_ request: [UInt8]) async -> [UInt8] {
+        do throws(CTAP2.Status) {
+            guard let first = request.first else { throw .invalidLength }
+            guard let command = CTAP2.Command(rawValue: first) else { throw .invalidCommand }
+            let parameters = try Self.parameters(Array(request.dropFirst()))
+            if command != .getNextAssertion { next = nil }
+            let response: CBOR?
+            switch command {
+            case .getInfo: response = info()
+            case .makeCredential: response = try await makeCredential(parameters)
+            case .getAssertion: response = try await getAssertion(parameters)
+            case .getNextAssertion: response = try await getNextAssertion()
+            case .selection: response = nil
+            case .clientPIN: throw .invalidCommand
+            case .reset, .credentialManagement: throw .invalidCommand
+            }
+            return [CTAP2.Status.success.rawValue] + (response?.encoded() ?? [])
+        } catch {
+            return [error.rawValue]
+        }
+    }
+
+    /// The parameters: a CBOR map with integer keys, or nothing.
+    private static func parameters(_ bytes: [UInt8]) throws(CTAP2.Status) -> CBOR {
+        if bytes.isEmpty { return .map([]) }
+        let value: CBOR
+        do { value = try CBOR.decode(bytes) } catch { throw .invalidCBOR }
+        guard let entries = value.mapValue else { throw .cborUnexpectedType }
+        guard entries.allSatisfy({ $0.key.intValue != nil }) else { throw .cborUnexpectedType }
+        return value
+    }
+
+    // MARK: - getInfo
+
+    private func info() -> CBOR {
+        .map([
+            .init(.int(1), .array([.text("FIDO_2_0"), .text("FIDO_2_1")])),
+            .init(.int(2), .array([.text("credProtect")])),
+            .init(.int(3), .bytes(AuthenticatorData.aaguid)),
+            .init(.int(4), .map([
+                .init(.text("rk"), .bool(true)), .init(.text("up"), .bool(true)), .init(.text("uv"), .bool(true)),
+                .init(.text("plat"), .bool(false)),
+            ])),
+            .init(.int(5), .int(Self.maximumMessageSize)),
+            // pinUvAuthProtocols: python-fido2's client wants one named even
+            // where it uses neither a PIN nor a token (options has neither
+            // clientPin nor pinUvAuthToken: it sends uv instead).
+            .init(.int(6), .array([.int(2)])),
+            .init(.int(7), .int(Self.maximumCredentialsInList)),
+            .init(.int(8), .int(Self.maximumCredentialIDLength)),
+            .init(.int(9), .array([.text("usb")])),
+            .init(.int(10), .array([.map([.init(.text("alg"), .int(AuthenticatorData.es256)), .init(.text("type"), .text("public-key"))])])),
+        ])
+    }
+
+    // MARK: - makeCredential
+
+    private func makeCredential(_ p: CBOR) async throws(CTAP2.Status) -> CBOR {
+        let clientDataHash = try Self.clientDataHash(p[1])
+        guard let rp = p[2] else { throw .missingParameter }
+        guard rp.mapValue != nil, let rpID = try Self.text(rp["id"]) else { throw .cborUnexpectedType }
+        guard let user = p[3] else { throw .missingParameter }
+        guard user.mapValue != nil, let userID = user["id"]?.bytesValue else { throw .cborUnexpectedType }
+        guard userID.count <= 64 else { throw .invalidLength }
+        let userName = try Self.text(user["name"]) ?? ""
+        let displayName = try Self.text(user["displayName"]) ?? ""
+        guard let algorithms = p[4] else { throw .missingParameter }
+        guard let list = algorithms.arrayValue else { throw .cborUnexpectedType }
+        var es256 = false
+        for entry in list {
+            guard entry.mapValue != nil, let type = try Self.text(entry["type"]), let alg = entry["alg"]?.intValue else { throw .cborUnexpectedType }
+            if type == "public-key" && alg == AuthenticatorData.es256 { es256 = true }
+        }
+        guard es256 else { throw .unsupportedAlgorithm }
+        let options = try Self.options(p[7])
+        if options["up"] == false { throw .invalidOption }
+        try Self.refusePinUvAuth(p[8])
+        if p[10] != nil { throw .invalidParameter }
+        var credProtect: UInt8 = 1
+        var outputs: [CBOR.Entry] = []
+        if let extensions = p[6] {
+            guard extensions.mapValue != nil else { throw .cborUnexpectedType }
+            if let level = extensions["credProtect"] {
+                guard let n = level.intValue, (1...3).contains(n) else { throw .invalidParameter }
+                credProtect = UInt8(n)
+                outputs.append(.init(.text("credProtect"), .int(n)))
+            }
+        }
+        if let exclude = p[5] {
+            let ids = try Self.credentialIDs(exclude)
+            let existing = try await store.credentials(relyingParty: rpID)
+            if existing.contains(where: { ids.contains($0.id) }) { throw .credentialExcluded }
+        }
+        let uv = options["uv"] ?? false
+        let request = FIDOCredentialRequest(relyingParty: rpID, userID: userID, userName: userName, userDisplayName: displayName,
+                                            discoverable: options["rk"] ?? false, verificationRequired: credProtect == 3,
+                                            credProtect: credProtect, access: access)
+        let made = try await store.make(request, clientDataHash: clientDataHash, userVerification: uv,
+                                        extensions: outputs.isEmpty ? nil : CBOR.map(outputs).encoded(),
+                                        reason: "register with \(rpID)")
+        guard let signature = AuthenticatorData.derSignature(r: made.attestation.signature.r, s: made.attestation.signature.s) else { throw .other }
+        return .map([
+            .init(.int(1), .text("packed")),
+            .init(.int(2), .bytes(made.attestation.authenticatorData)),
+            .init(.int(3), .map([.init(.text("alg"), .int(AuthenticatorData.es256)), .init(.text("sig"), .bytes(signature))])),
+        ])
+    }
+
+    // MARK: - getAssertion
+
+    private func getAssertion(_ p: CBOR) async throws(CTAP2.Status) -> CBOR {
+        guard let rpValue = p[1] else { throw .missingParameter }
+        guard let rpID = rpValue.textValue else { throw .cborUnexpectedType }
+        let clientDataHash = try Self.clientDataHash(p[2])
+        let options = try Self.options(p[5])
+        if options["rk"] != nil { throw .unsupportedOption }
+        try Self.refusePinUvAuth(p[6])
+        if let extensions = p[4], extensions.mapValue == nil { throw .cborUnexpectedType }
+        let up = options["up"] ?? true
+        let uv = options["uv"] ?? false
+        let stored = try await store.credentials(relyingParty: rpID)
+        var candidates: [FIDOCredentialInfo]
+        let listed = p[3] != nil
+        if let allow = p[3] {
+            let ids = try Self.credentialIDs(allow)
+            candidates = ids.compactMap { id in stored.first { $0.id == id } }
+            // credProtect 3: only with user verification.
+            candidates = candidates.filter { uv || $0.credProtect < 3 }
+        } else {
+            // Discoverable ones, newest first; credProtect 2 and 3 only with user verification.
+            candidates = stored.filter { $0.discoverable && (uv || $0.credProtect < 2) }.sorted { $0.created > $1.created }
+        }
+        guard let first = candidates.first else { throw .noCredentials }
+        if !up {
+            // A probe (clients send one to learn which listed credential is
+            // here): the TPM signs only after the touch, so no signature.
+            let data = AuthenticatorData.encode(rpIDHash: Self.sha256(Array(rpID.utf8)), flags: 0, signCount: first.signCount, attested: nil, extensions: nil)
+            return .map([
+                .init(.int(1), Self.descriptor(first)),
+                .init(.int(2), .bytes(data)),
+                .init(.int(3), .bytes([])),
+            ])
+        }
+        let response = try await assertion(first, rpID: rpID, clientDataHash: clientDataHash, userVerification: uv, discoverable: !listed,
+                                           count: !listed && candidates.count > 1 ? candidates.count : nil)
+        if !listed && candidates.count > 1 {
+            next = PendingAssertions(relyingParty: rpID, clientDataHash: clientDataHash, userVerification: uv,
+                                     credentials: Array(candidates.dropFirst()), expires: clock() + 30)
+        }
+        return response
+    }
+
+    private func getNextAssertion() async throws(CTAP2.Status) -> CBOR {
+        guard var pending = next, pending.expires > clock(), !pending.credentials.isEmpty else {
+            next = nil
+            throw .notAllowed
+        }
+        let credential = pending.credentials.removeFirst()
+        next = pending.credentials.isEmpty ? nil : pending
+        return try await assertion(credential, rpID: pending.relyingParty, clientDataHash: pending.clientDataHash,
+                                   userVerification: pending.userVerification, discoverable: true, count: nil)
+    }
+
+    private func assertion(_ credential: FIDOCredentialInfo, rpID: String, clientDataHash: [UInt8], userVerification: Bool,
+                           discoverable: Bool, count: Int?) async throws(CTAP2.Status) -> CBOR {
+        let signed = try await store.assert(credential, clientDataHash: clientDataHash, userVerification: userVerification, extensions: nil,
+                                            reason: "sign in to \(rpID)")
+        guard let signature = AuthenticatorData.derSignature(r: signed.signature.r, s: signed.signature.s) else { throw .other }
+        var entries: [CBOR.Entry] = [
+            .init(.int(1), Self.descriptor(credential)),
+            .init(.int(2), .bytes(signed.authenticatorData)),
+            .init(.int(3), .bytes(signature)),
+        ]
+        if discoverable {
+            var user: [CBOR.Entry] = [.init(.text("id"), .bytes(credential.userID))]
+            // Names only to a verified user (CTAP 2.1, 6.2.2).
+            if signed.flags & AuthenticatorData.userVerified != 0 {
+                if !credential.userName.isEmpty { user.append(.init(.text("name"), .text(credential.userName))) }
+                if !credential.userDisplayName.isEmpty { user.append(.init(.text("displayName"), .text(credential.userDisplayName))) }
+            }
+            entries.append(.init(.int(4), .map(user)))
+        }
+        if let count { entries.append(.init(.int(5), .int(count))) }
+        return .map(entries)
+    }
+
+    // MARK: - Parameters
+
+    private static func descriptor(_ credential: FIDOCredentialInfo) -> CBOR {
+        .map([.init(.text("id"), .bytes(credential.id)), .init(.text("type"), .text("public-key"))])
+    }
+
+    private static func clientDataHash(_ value: CBOR?) throws(CTAP2.Status) -> [UInt8] {
+        guard let value else { throw .missingParameter }
+        guard let bytes = value.bytesValue else { throw .cborUnexpectedType }
+        guard bytes.count == 32 else { throw .invalidLength }
+        return bytes
+    }
+
+    /// A text field that may be absent; present, it must be text.
+    private static func text(_ value: CBOR?) throws(CTAP2.Status) -> String? {
+        guard let value else { return nil }
+        guard let text = value.textValue else { throw .cborUnexpectedType }
+        return text
+    }
+
+    /// The options map: names to booleans.
+    private static func options(_ value: CBOR?) throws(CTAP2.Status) -> [String: Bool] {
+        guard let value else { return [:] }
+        guard let entries = value.mapValue else { throw .cborUnexpectedType }
+        var options: [String: Bool] = [:]
+        for entry in entries {
+            guard let name = entry.key.textValue, let flag = entry.value.boolValue else { throw .cborUnexpectedType }
+            options[name] = flag
+        }
+        return options
+    }
+
+    /// Credential descriptors' ids, of type public-key (others ignored).
+    private static func credentialIDs(_ value: CBOR) throws(CTAP2.Status) -> [[UInt8]] {
+        guard let list = value.arrayValue else { throw .cborUnexpectedType }
+        var ids: [[UInt8]] = []
+        for entry in list {
+            guard entry.mapValue != nil, let type = try text(entry["type"]), let id = entry["id"]?.bytesValue else { throw .cborUnexpectedType }
+            if type == "public-key" { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// This authenticator has no client PIN: user verification is its own.
+    private static func refusePinUvAuth(_ value: CBOR?) throws(CTAP2.Status) {
+        guard let value else { return }
+        guard let bytes = value.bytesValue else { throw .cborUnexpectedType }
+        throw bytes.isEmpty ? .pinNotSet : .unsupportedOption
+    }
+
+    private static func sha256(_ bytes: [UInt8]) -> [UInt8] { AuthenticatorData.sha256(bytes) }
+}

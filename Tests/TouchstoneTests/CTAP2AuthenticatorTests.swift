@@ -1,0 +1,198 @@
+import Foundation
+import Synchronization
+import Testing
+import TouchstoneModel
+@testable import TouchstoneFIDO
+
+/// The CTAP 2.1 authenticator above its seam (`FIDOAuthenticatorStore`):
+/// what each command makes of its parameters, with a store that records
+/// what it was asked and signs with a fixed r and s. The real store (the
+/// vault, the TPM, the reader) is `PasskeyTests`' through python-fido2.
+@Suite("CTAP 2.1 authenticator: commands, parameters and statuses")
+struct CTAP2AuthenticatorTests {
+    /// A store that records its calls; credentials in memory.
+    final class RecordingStore: FIDOAuthenticatorStore {
+        let credentials = Mutex<[FIDOCredentialInfo]>([])
+        let calls = Mutex<[String]>([])
+        let refuse = Atomic<Bool>(false)
+
+        func credentials(relyingParty: String) async throws(CTAP2.Status) -> [FIDOCredentialInfo] {
+            calls.withLock { $0.append("list \(relyingParty)") }
+            return credentials.withLock { $0.filter { $0.relyingParty == relyingParty } }
+        }
+
+        func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
+                  reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential {
+            calls.withLock { $0.append("make \(request.relyingParty) uv=\(userVerification) rk=\(request.discoverable) cp=\(request.credProtect)") }
+            if refuse.load(ordering: .relaxed) { throw .operationDenied }
+            let info = FIDOCredentialInfo(id: [UInt8](repeating: UInt8(credentials.withLock { $0.count } + 1), count: 32), relyingParty: request.relyingParty,
+                                          userID: request.userID, userName: request.userName, userDisplayName: request.userDisplayName,
+                                          discoverable: request.discoverable, verificationRequired: request.verificationRequired,
+                                          credProtect: request.credProtect, access: request.access,
+                                          created: Date(timeIntervalSince1970: Double(1_800_000_000 + credentials.withLock { $0.count })),
+                                          publicPoint: [0x04] + [UInt8](repeating: 7, count: 64))
+            credentials.withLock { $0.append(info) }
+            let data = AuthenticatorData.encode(rpIDHash: AuthenticatorData.sha256(Array(request.relyingParty.utf8)),
+                                                flags: 0x01 | (userVerification ? 0x04 : 0), signCount: 1,
+                                                attested: AuthenticatorData.attestedCredentialData(id: info.id, publicPoint: info.publicPoint),
+                                                extensions: extensions)
+            return FIDOMadeCredential(credential: info, attestation: FIDOAssertion(authenticatorData: data, signature: SSHSignature(r: [1], s: [2])))
+        }
+
+        func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
+                    reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
+            calls.withLock { $0.append("assert \(credential.id[0]) uv=\(userVerification)") }
+            if refuse.load(ordering: .relaxed) { throw .operationDenied }
+            let data = AuthenticatorData.encode(rpIDHash: AuthenticatorData.sha256(Array(credential.relyingParty.utf8)),
+                                                flags: 0x01 | (userVerification ? 0x04 : 0), signCount: 2, attested: nil, extensions: nil)
+            return FIDOAssertion(authenticatorData: data, signature: SSHSignature(r: [1], s: [2]))
+        }
+    }
+
+    static let hash = CBOR.bytes([UInt8](repeating: 0xAB, count: 32))
+    static let es256 = CBOR.array([.map([.init(.text("alg"), .int(-7)), .init(.text("type"), .text("public-key"))])])
+
+    static func makeCredential(rp: String = "example.org", user: String = "alice", options: [CBOR.Entry] = [], extra: [CBOR.Entry] = [],
+                               algorithms: CBOR = es256) -> [UInt8] {
+        var entries: [CBOR.Entry] = [
+            .init(.int(1), hash),
+            .init(.int(2), .map([.init(.text("id"), .text(rp))])),
+            .init(.int(3), .map([.init(.text("id"), .bytes(Array(user.utf8))), .init(.text("name"), .text(user))])),
+            .init(.int(4), algorithms),
+        ]
+        if !options.isEmpty { entries.append(.init(.int(7), .map(options))) }
+        return [0x01] + CBOR.map(entries + extra).encoded()
+    }
+
+    static func getAssertion(rp: String = "example.org", allow: [[UInt8]]? = nil, options: [CBOR.Entry] = []) -> [UInt8] {
+        var entries: [CBOR.Entry] = [.init(.int(1), .text(rp)), .init(.int(2), hash)]
+        if let allow {
+            entries.append(.init(.int(3), .array(allow.map { .map([.init(.text("id"), .bytes($0)), .init(.text("type"), .text("public-key"))]) })))
+        }
+        if !options.isEmpty { entries.append(.init(.int(5), .map(options))) }
+        return [0x02] + CBOR.map(entries).encoded()
+    }
+
+    static func answer(_ bytes: [UInt8]) throws -> (UInt8, CBOR?) {
+        let status = try #require(bytes.first)
+        return (status, bytes.count > 1 ? try CBOR.decode(Array(bytes.dropFirst())) : nil)
+    }
+
+    @Test("getInfo: versions, the AAGUID, rk/up/uv built in and no clientPin, ES256 only, credProtect")
+    func info() async throws {
+        let authenticator = CTAP2Authenticator(store: RecordingStore())
+        let (status, body) = try Self.answer(await authenticator.handle([0x04]))
+        #expect(status == 0)
+        let info = try #require(body)
+        #expect(info[1] == .array([.text("FIDO_2_0"), .text("FIDO_2_1")]))
+        #expect(info[2] == .array([.text("credProtect")]))
+        #expect(info[3] == .bytes(AuthenticatorData.aaguid))
+        #expect(info[4]?["uv"] == .bool(true) && info[4]?["rk"] == .bool(true) && info[4]?["clientPin"] == nil && info[4]?["pinUvAuthToken"] == nil)
+        #expect(info[10] == Self.es256)
+    }
+
+    @Test("makeCredential: packed self attestation over the store's authenticator data (AT set, the COSE key inside); rk, uv and credProtect reach the store; credProtect's output is signed")
+    func makeCredential() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        let request = Self.makeCredential(options: [.init(.text("rk"), .bool(true)), .init(.text("uv"), .bool(true))],
+                                          extra: [.init(.int(6), .map([.init(.text("credProtect"), .int(2))]))])
+        let (status, body) = try Self.answer(await authenticator.handle(request))
+        #expect(status == 0)
+        let made = try #require(body)
+        #expect(made[1] == .text("packed"))
+        #expect(made[3]?["alg"] == .int(-7) && made[3]?["sig"]?.bytesValue == [0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01, 0x02])
+        let data = try #require(made[2]?.bytesValue)
+        #expect(data[32] == 0x01 | 0x04 | 0x40 | 0x80, "UP, UV, AT, ED")
+        #expect(Array(data[37..<53]) == AuthenticatorData.aaguid)
+        let tail = try CBOR.decode(Array(data.suffix(CBOR.map([.init(.text("credProtect"), .int(2))]).encoded().count)))
+        #expect(tail == .map([.init(.text("credProtect"), .int(2))]))
+        #expect(store.calls.withLock { $0 } == ["make example.org uv=true rk=true cp=2"])
+    }
+
+    @Test("makeCredential refuses before the store is asked: no ES256 (UNSUPPORTED_ALGORITHM), up false (INVALID_OPTION), a missing or mistyped parameter, a pinUvAuthParam, enterprise attestation, CBOR garbage; an excluded credential (CREDENTIAL_EXCLUDED) makes nothing")
+    func makeCredentialRefusals() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        let rs256 = CBOR.array([.map([.init(.text("alg"), .int(-257)), .init(.text("type"), .text("public-key"))])])
+        let cases: [([UInt8], CTAP2.Status)] = [
+            (Self.makeCredential(algorithms: rs256), .unsupportedAlgorithm),
+            (Self.makeCredential(options: [.init(.text("up"), .bool(false))]), .invalidOption),
+            (Self.makeCredential(extra: [.init(.int(8), .bytes([]))]), .pinNotSet),
+            (Self.makeCredential(extra: [.init(.int(8), .bytes([1, 2, 3]))]), .unsupportedOption),
+            (Self.makeCredential(extra: [.init(.int(10), .int(1))]), .invalidParameter),
+            ([0x01] + CBOR.map([.init(.int(1), Self.hash)]).encoded(), .missingParameter),
+            ([0x01] + CBOR.map([.init(.int(1), .text("not bytes")), .init(.int(2), .map([]))]).encoded(), .cborUnexpectedType),
+            ([0x01] + CBOR.map([.init(.int(1), .bytes([1, 2, 3]))]).encoded(), .invalidLength),
+            ([0x01, 0xA1, 0x01], .invalidCBOR),
+            ([0x01] + CBOR.array([]).encoded(), .cborUnexpectedType),
+            ([0x42], .invalidCommand),
+            ([], .invalidLength),
+        ]
+        for (request, expected) in cases {
+            #expect(await authenticator.handle(request) == [expected.rawValue], "\(request.prefix(12))")
+        }
+        #expect(store.calls.withLock { $0 }.isEmpty, "\(store.calls.withLock { $0 })")
+
+        #expect(try Self.answer(await authenticator.handle(Self.makeCredential())).0 == 0)
+        let id = try #require(store.credentials.withLock { $0.first?.id })
+        let excluded = Self.makeCredential(extra: [.init(.int(5), .array([.map([.init(.text("id"), .bytes(id)), .init(.text("type"), .text("public-key"))])]))])
+        #expect(await authenticator.handle(excluded) == [CTAP2.Status.credentialExcluded.rawValue])
+        #expect(store.credentials.withLock { $0.count } == 1)
+    }
+
+    @Test("a probe (up false) answers the listed credential with no signature and never asks the store to sign; a real assertion does")
+    func probe() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        _ = await authenticator.handle(Self.makeCredential())
+        let id = try #require(store.credentials.withLock { $0.first?.id })
+        let (status, body) = try Self.answer(await authenticator.handle(Self.getAssertion(allow: [[9, 9], id], options: [.init(.text("up"), .bool(false))])))
+        #expect(status == 0)
+        #expect(body?[1]?["id"] == .bytes(id) && body?[3] == .bytes([]))
+        #expect(body?[2]?.bytesValue?[32] == 0, "no flags on a probe")
+        #expect(!store.calls.withLock { $0 }.contains { $0.hasPrefix("assert") })
+        let (signed, assertion) = try Self.answer(await authenticator.handle(Self.getAssertion(allow: [id])))
+        #expect(signed == 0 && assertion?[3]?.bytesValue?.isEmpty == false && assertion?[4] == nil, "no user for an allowList assertion")
+        #expect(store.calls.withLock { $0 }.last == "assert 1 uv=false")
+        #expect(await authenticator.handle(Self.getAssertion(allow: [[9, 9]])) == [CTAP2.Status.noCredentials.rawValue])
+        #expect(await authenticator.handle(Self.getAssertion(rp: "other.org", allow: [id])) == [CTAP2.Status.noCredentials.rawValue])
+    }
+
+    @Test("discoverable sign-in: newest first with numberOfCredentials, getNextAssertion the next, then NOT_ALLOWED; credProtect 2 not discovered without UV, 3 not used without UV; names only to a verified user")
+    func discoverable() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        let rk = CBOR.Entry(.text("rk"), .bool(true))
+        _ = await authenticator.handle(Self.makeCredential(user: "alice", options: [rk]))
+        _ = await authenticator.handle(Self.makeCredential(user: "bob", options: [rk]))
+        _ = await authenticator.handle(Self.makeCredential(user: "carol", options: [rk], extra: [.init(.int(6), .map([.init(.text("credProtect"), .int(2))]))]))
+        _ = await authenticator.handle(Self.makeCredential(user: "dave", extra: [.init(.int(6), .map([.init(.text("credProtect"), .int(3))]))]))
+
+        let (status, first) = try Self.answer(await authenticator.handle(Self.getAssertion()))
+        #expect(status == 0 && first?[5] == .int(2), "alice and bob, not carol without UV: \(String(describing: first))")
+        #expect(first?[4] == .map([.init(.text("id"), .bytes(Array("bob".utf8)))]), "the newest, its id only (not verified)")
+        let (_, second) = try Self.answer(await authenticator.handle([0x08]))
+        #expect(second?[4]?["id"] == .bytes(Array("alice".utf8)))
+        #expect(await authenticator.handle([0x08]) == [CTAP2.Status.notAllowed.rawValue])
+
+        let (_, verified) = try Self.answer(await authenticator.handle(Self.getAssertion(options: [.init(.text("uv"), .bool(true))])))
+        #expect(verified?[5] == .int(3) && verified?[4]?["name"] == .text("carol"), "carol with UV, named: \(String(describing: verified))")
+
+        let dave = try #require(store.credentials.withLock { $0.last?.id })
+        #expect(await authenticator.handle(Self.getAssertion(allow: [dave])) == [CTAP2.Status.noCredentials.rawValue])
+        #expect(try Self.answer(await authenticator.handle(Self.getAssertion(allow: [dave], options: [.init(.text("uv"), .bool(true))]))).0 == 0)
+    }
+
+    @Test("the store's refusal is the answer (a stranger's touch: OPERATION_DENIED), and the next request is served")
+    func refusalPassesThrough() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        _ = await authenticator.handle(Self.makeCredential(options: [.init(.text("rk"), .bool(true))]))
+        store.refuse.store(true, ordering: .relaxed)
+        #expect(await authenticator.handle(Self.getAssertion()) == [CTAP2.Status.operationDenied.rawValue])
+        #expect(await authenticator.handle(Self.makeCredential(user: "bob")) == [CTAP2.Status.operationDenied.rawValue])
+        store.refuse.store(false, ordering: .relaxed)
+        #expect(try Self.answer(await authenticator.handle(Self.getAssertion())).0 == 0)
+    }
+}
