@@ -56,6 +56,35 @@ struct PasskeyTests {
             #expect(info["ok"] as? Bool == true, "the next client was not served: \(info)")
         }
     }
+
+    /// python-fido2's own device tests (tests/device of its 2.2.1 source
+    /// release, fetched by install-deps) pointed at the authenticator by
+    /// Tests/Fixtures/fido/device_suite_plugin.py, which answers their
+    /// touch prompts with the owner's finger. Most of the suite needs a
+    /// PIN, reset or credential management, which the authenticator does
+    /// not offer: those skip, and what runs must pass.
+    @Test("python-fido2's device test suite: every test that applies passes (at least the 11 that apply today: CTAPHID, getInfo, the client's registrations and sign-ins, ES256 credentials), none fails")
+    func pythonFido2DeviceSuite() async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(.embedded)
+            defer { rig.close() }
+            let passkeys = try PasskeyRig(rig)
+            defer { passkeys.stop() }
+            let suite = PasskeyRig.cache + "/fido2-2.2.1"
+            var environment = rig.environment
+            environment["PYTHONPATH"] = URL(fileURLWithPath: PasskeyRig.client).deletingLastPathComponent().path
+            environment["TOUCHSTONE_CLI"] = CLIProcess.binary
+            let run = try CLIProcess.start(["-m", "pytest", "-p", "device_suite_plugin", "-p", "no:cacheprovider", "-q",
+                                            "--rootdir", suite, "--touchstone-port", "\(passkeys.port)", "--touchstone-touch", SecurityKeyRig.owner,
+                                            "--touchstone-accept-uv", "--touchstone-no-reset", suite + "/tests/device"],
+                                           environment: environment, scratch: rig.scratch, program: PasskeyRig.venvPython).wait(timeout: 900)
+            let summary = run.stdoutText.split(separator: "\n").last.map(String.init) ?? ""
+            let passed = summary.split(separator: " ").first.flatMap { Int($0) } ?? 0
+            #expect(run.code == 0 && summary.contains(" passed") && !summary.contains("failed") && !summary.contains("error"),
+                    "\(summary)\n\(run.stdoutText.suffix(4000))\n\(run.stderr.suffix(2000))")
+            #expect(passed >= 11, "\(summary)")
+        }
+    }
 }
 
 /// `fido serve --udp 127.0.0.1:0` as the rig's user, and the python
@@ -66,8 +95,9 @@ final class PasskeyRig {
     let port: UInt16
     let state: String
 
-    static let venvPython = (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache")
-        + "/touchstone-tests/fido-venv/bin/python"
+    /// Where install-deps keeps the venv and python-fido2's source release.
+    static let cache = (ProcessInfo.processInfo.environment["XDG_CACHE_HOME"] ?? NSHomeDirectory() + "/.cache") + "/touchstone-tests"
+    static let venvPython = cache + "/fido-venv/bin/python"
     static let client = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Fixtures/fido/webauthn_client.py").path
 
