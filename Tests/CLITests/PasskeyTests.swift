@@ -57,6 +57,46 @@ struct PasskeyTests {
         }
     }
 
+    @Test("CTAPHID spoken by hand: KEEPALIVE (UPNEEDED) while a registration waits for a touch, another channel busy meanwhile, CANCEL answers KEEPALIVE_CANCEL and keeps no credential, CBOR garbage is INVALID_CBOR, a message over 7609 bytes INVALID_LEN; then a registration with a touch succeeds")
+    func keepaliveCancelAndGarbage() async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(.embedded)
+            defer { rig.close() }
+            let passkeys = try PasskeyRig(rig)
+            defer { passkeys.stop() }
+            let client = try HIDClient(port: passkeys.port)
+            let first = try client.allocate()
+            let second = try client.allocate()
+            #expect(first != second)
+
+            try client.send(first, command: 0x90, HIDClient.makeCredential)
+            var keepalives: [[UInt8]] = []
+            while keepalives.count < 2 {
+                let report = try client.receive()
+                if report.prefix(5) == HIDClient.bytes(first) + [0xBB] { keepalives.append(report) } else {
+                    Issue.record("not a KEEPALIVE while the touch is awaited: \(report.prefix(8))")
+                    break
+                }
+            }
+            #expect(keepalives.allSatisfy { $0[5] == 0 && $0[6] == 1 && $0[7] == 0x02 }, "UPNEEDED: \(keepalives.map { $0.prefix(8) })")
+            try client.send(second, command: 0x81, [1, 2, 3])
+            #expect(try client.answer(second).prefix(8) == HIDClient.bytes(second) + [0xBF, 0, 1, 0x06], "another channel during a transaction: busy")
+            try client.send(first, command: 0x91, [])
+            #expect(try client.answer(first).prefix(8) == HIDClient.bytes(first) + [0x90, 0, 1, 0x2D], "CANCEL: KEEPALIVE_CANCEL")
+
+            try client.send(first, command: 0x90, [0x01, 0xA1, 0xFF])
+            #expect(try client.answer(first).prefix(8) == HIDClient.bytes(first) + [0x90, 0, 1, 0x12], "CBOR garbage: INVALID_CBOR")
+            try client.sendRaw(HIDClient.bytes(first) + [0x90, 0x20, 0x00] + [UInt8](repeating: 0, count: 57))
+            #expect(try client.answer(first).prefix(8) == HIDClient.bytes(first) + [0xBF, 0, 1, 0x03], "8192 bytes announced: INVALID_LEN")
+
+            let registered = passkeys.scenario(["register", "--user", "alice"], touching: SecurityKeyRig.owner)
+            #expect(registered["ok"] as? Bool == true, "after the cancel the reader and the authenticator serve: \(registered)")
+            // Operations run one at a time: the cancelled one had ended.
+            let listed = rig.touchstone(["fido", "list"]).stdoutText
+            #expect(listed.contains("touchstone.test") && !listed.contains("example.org"), "a cancelled registration left a credential: \(listed)")
+        }
+    }
+
     /// python-fido2's own device tests (tests/device of its 2.2.1 source
     /// release, fetched by install-deps) pointed at the authenticator by
     /// Tests/Fixtures/fido/device_suite_plugin.py, which answers their
@@ -177,5 +217,82 @@ final class PasskeyRig {
         let count = reply.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
         guard count > 0 else { throw RigFailure("no answer to \(datagram.prefix(8))") }
         return Array(reply[0..<count])
+    }
+}
+
+/// A CTAPHID client over UDP written out byte by byte, as a hostile
+/// program would speak it (not the authenticator's own framing code).
+final class HIDClient {
+    let fd: Int32
+
+    /// makeCredential for example.org and user alice, ES256.
+    static let makeCredential: [UInt8] = {
+        var cbor: [UInt8] = [0xA4, 0x01, 0x58, 0x20] + [UInt8](repeating: 0x5A, count: 32)
+        cbor += [0x02, 0xA1, 0x62] + Array("id".utf8) + [0x6B] + Array("example.org".utf8)
+        cbor += [0x03, 0xA2, 0x62] + Array("id".utf8) + [0x45] + Array("alice".utf8) + [0x64] + Array("name".utf8) + [0x65] + Array("alice".utf8)
+        cbor += [0x04, 0x81, 0xA2, 0x63] + Array("alg".utf8) + [0x26, 0x64] + Array("type".utf8) + [0x6A] + Array("public-key".utf8)
+        return [0x01] + cbor
+    }()
+
+    init(port: UInt16) throws {
+        fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw RigFailure("socket") }
+        var timeout = timeval(tv_sec: 30, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw RigFailure("connect") }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    static func bytes(_ channel: UInt32) -> [UInt8] {
+        [UInt8(channel >> 24), UInt8(channel >> 16 & 0xFF), UInt8(channel >> 8 & 0xFF), UInt8(channel & 0xFF)]
+    }
+
+    func sendRaw(_ report: [UInt8]) throws {
+        guard Glibc.send(fd, report, report.count, 0) == report.count else { throw RigFailure("send") }
+    }
+
+    /// A message in 64-byte reports: an initialization packet, then continuations.
+    func send(_ channel: UInt32, command: UInt8, _ payload: [UInt8]) throws {
+        func padded(_ bytes: [UInt8]) -> [UInt8] { bytes + [UInt8](repeating: 0, count: 64 - bytes.count) }
+        try sendRaw(padded(Self.bytes(channel) + [command, UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)] + payload.prefix(57)))
+        var rest = payload.dropFirst(57)
+        var sequence: UInt8 = 0
+        while !rest.isEmpty {
+            try sendRaw(padded(Self.bytes(channel) + [sequence] + rest.prefix(59)))
+            rest = rest.dropFirst(59)
+            sequence += 1
+        }
+    }
+
+    func receive() throws -> [UInt8] {
+        var report = [UInt8](repeating: 0, count: 128)
+        let count = report.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { throw RigFailure("no report within 30 s") }
+        return Array(report[0..<count])
+    }
+
+    /// The next report on `channel` that is not a KEEPALIVE.
+    func answer(_ channel: UInt32) throws -> [UInt8] {
+        while true {
+            let report = try receive()
+            if report.prefix(4) == Self.bytes(channel)[...], report[4] != 0xBB { return report }
+        }
+    }
+
+    /// CTAPHID_INIT on the broadcast channel: the channel allocated.
+    func allocate() throws -> UInt32 {
+        let nonce: [UInt8] = (0..<8).map { _ in UInt8.random(in: 0...255) }
+        try send(0xFFFF_FFFF, command: 0x86, nonce)
+        let report = try answer(0xFFFF_FFFF)
+        guard report[4] == 0x86, Array(report[7..<15]) == nonce else { throw RigFailure("INIT answered \(report.prefix(24))") }
+        return report[15..<19].reduce(0) { $0 << 8 | UInt32($1) }
     }
 }
