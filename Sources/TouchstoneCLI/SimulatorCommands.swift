@@ -13,7 +13,7 @@ extension Session {
         let simulator = self.simulator
         try simulator.checkPaths()
         switch command {
-        case .start(let withDaemon, let readerKind):
+        case .start(let withDaemon, let withFIDO, let readerKind):
             switch try simulator.start(readerKind: readerKind) {
             case .alreadyRunning(let pid):
                 Output.progress("the simulator is already running (swtpm pid \(pid), state in \(simulator.tpmDirectory)); its reader is now the \(readerKind) reader")
@@ -24,7 +24,9 @@ extension Session {
                 Output.progress("use it with --sim (or TOUCHSTONE_SIM=1); touch with 'touchstone sim touch ID' from another terminal")
             }
             if withDaemon { try startDaemon() }
+            if withFIDO { try startAuthenticator() }
         case .stop:
+            if let pid = SimulatorAuthenticator(simulator: simulator).stop() { Output.progress("the simulator's FIDO authenticator stopped (pid \(pid))") }
             let daemon = SimulatorDaemon(simulator: simulator)
             if let pid = daemon.stop() { Output.progress("the simulator's touchstoned stopped (pid \(pid))") }
             if let pid = try simulator.stop() {
@@ -35,11 +37,13 @@ extension Session {
         case .status:
             let status = simulator.status
             let daemon = SimulatorDaemon(simulator: simulator).runningPID
+            let fidoPort = SimulatorAuthenticator(simulator: simulator).port
             if options.json {
                 try Output.json(SimulatorStatusWithDaemon(status: status, daemonPID: daemon,
-                                                          daemonSocket: simulator.daemonSocket))
+                                                          daemonSocket: simulator.daemonSocket, fidoPort: fidoPort))
             } else {
-                Output.result(status.text + "\ndaemon:    " + (daemon.map { "running (pid \($0), socket \(simulator.daemonSocket))" } ?? "not running"))
+                Output.result(status.text + "\ndaemon:    " + (daemon.map { "running (pid \($0), socket \(simulator.daemonSocket))" } ?? "not running")
+                              + "\nfido:      " + (fidoPort.map { "serving on udp 127.0.0.1:\($0)" } ?? "not running"))
             }
         case .touch(let id, let count, let wait):
             let image = simulator.readerKind == .image
@@ -95,6 +99,22 @@ extension Session {
         }
     }
 
+    /// `sim start --fido`: this program's `fido serve --udp` on the simulator.
+    func startAuthenticator() throws {
+        let authenticator = SimulatorAuthenticator(simulator: simulator)
+        switch try authenticator.start(executable: Self.thisExecutable) {
+        case .alreadyRunning(let pid, let port):
+            Output.progress("the simulator's FIDO authenticator is already running (pid \(pid), udp 127.0.0.1:\(port.map(String.init) ?? "?"))")
+        case .started(let pid, let port):
+            Output.progress("FIDO authenticator started: pid \(pid), udp 127.0.0.1:\(port), log \(authenticator.logFile)")
+        }
+    }
+
+    /// This program's own file.
+    static var thisExecutable: String {
+        (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+    }
+
     /// `installedDaemon`, or the name next to this binary (for the
     /// message that says it is missing).
     static var daemonExecutable: String {
@@ -107,14 +127,16 @@ struct SimulatorStatusWithDaemon: Encodable {
     let status: SimulatorStatus
     let daemonPID: Int32?
     let daemonSocket: String
+    let fidoPort: UInt16?
 
-    enum CodingKeys: String, CodingKey { case daemon, daemonSocket }
+    enum CodingKeys: String, CodingKey { case daemon, daemonSocket, fidoPort }
 
     func encode(to encoder: any Encoder) throws {
         try status.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(daemonPID, forKey: .daemon)
         try container.encode(daemonSocket, forKey: .daemonSocket)
+        try container.encode(fidoPort, forKey: .fidoPort)
     }
 }
 

@@ -96,7 +96,7 @@ public enum Command: Sendable, Hashable {
         /// `sim start [--reader-kind KIND] [--daemon]`: run the simulator's
         /// swtpm with the reader `readerKind` (and, with `daemon`, a
         /// touchstoned on it).
-        case start(daemon: Bool = false, readerKind: VirtualReaderKind = .device)
+        case start(daemon: Bool = false, fido: Bool = false, readerKind: VirtualReaderKind = .device)
         /// `sim stop`: shut it down.
         case stop
         /// `sim status`.

@@ -266,15 +266,18 @@ enum CommandTable {
                     sensors use: a touch is a synthetic fingerprint image). With --daemon, \
                     also a touchstoned on the simulator, as this user, on \
                     $TOUCHSTONE_HOME/sim/daemon.sock (its log: sim/daemon.log): commands run \
-                    with --sim then go through it. 'sim stop' stops it too.
+                    with --sim then go through it. With --fido, also 'touchstone fido serve --udp \
+                    127.0.0.1:0' on the simulator (through its touchstoned when --daemon is \
+                    given too): its port in 'sim status' (--json: fidoPort), its log in \
+                    sim/fido.log. 'sim stop' stops them too.
                     """,
-                options: [Option.readerKind, Option.simulatorDaemon],
+                options: [Option.readerKind, Option.simulatorDaemon, Option.simulatorFIDO],
                 make: { invocation throws(UsageError) in
                     let text = invocation.value(Option.readerKind) ?? VirtualReaderKind.device.rawValue
                     guard let kind = VirtualReaderKind(rawValue: text) else {
                         throw UsageError("unknown reader kind \(Quote.value(text)); use one of: \(VirtualReaderKind.allCases.map(\.rawValue).joined(separator: ", "))")
                     }
-                    return .sim(.start(daemon: invocation.flag(Option.simulatorDaemon), readerKind: kind))
+                    return .sim(.start(daemon: invocation.flag(Option.simulatorDaemon), fido: invocation.flag(Option.simulatorFIDO), readerKind: kind))
                 }),
             CommandDescription(name: "stop", abstract: "Stop the simulator's swtpm.", make: { _ in .sim(.stop) }),
             CommandDescription(name: "status", abstract: "Show whether the simulator runs.", make: { _ in .sim(.status) }),
@@ -397,6 +400,7 @@ enum CommandTable {
         static let dryRun = OptionDescription(names: ["--dry-run"], help: "Read everything, add nothing: say what an import would do.")
         static let remove = OptionDescription(names: ["--remove"], help: "Remove the embedded vault after the import, instead of leaving it read-only.")
         static let simulatorDaemon = OptionDescription(names: ["--daemon"], help: "Also start a touchstoned on the simulator.")
+        static let simulatorFIDO = OptionDescription(names: ["--fido"], help: "Also serve the FIDO authenticator on a loopback UDP port.")
         static let readerKind = OptionDescription(names: ["--reader-kind"], valueName: "kind", help: "The simulated reader: device, storage or image.", defaultValue: "device")
         static let image = OptionDescription(names: ["--image"], valueName: "file", help: "Send this PNG to the image reader instead of a finger.")
         static let touches = OptionDescription(names: ["--touches"], valueName: "n", help: "Set it: 1 or 2 matching touches of one finger.")

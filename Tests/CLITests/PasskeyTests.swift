@@ -97,6 +97,44 @@ struct PasskeyTests {
         }
     }
 
+    @Test("sim start --fido: the simulator's authenticator on a loopback port (sim status --json: fidoPort), a registration and a sign-in with a touch from sim touch; with --daemon too it is touchstoned's client (the daemon's log has the fido-make); sim stop stops it", arguments: [false, true])
+    func simulatorAuthenticator(_ withDaemon: Bool) async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            // With the daemon, the vault set up is the daemon's (--sim goes through it).
+            if withDaemon { #expect(sandbox.run(["sim", "start", "--daemon"]).code == 0) }
+            #expect(sandbox.setPasscode().code == 0)
+            #expect(sandbox.enroll("right-index-finger", as: SecurityKeyRig.owner).code == 0)
+            let started = sandbox.run(["sim", "start", "--fido"] + (withDaemon ? ["--daemon"] : []))
+            #expect(started.code == 0 && started.stderr.contains("FIDO authenticator started"), "\(started.stderr)")
+            let status = sandbox.run(["--json", "sim", "status"])
+            let object = try JSONSerialization.jsonObject(with: Data(status.stdout)) as? [String: Any]
+            let port = try #require(object?["fidoPort"] as? Int, "\(status.stdoutText)")
+
+            var environment = sandbox.environment
+            environment["TOUCHSTONE_CLI"] = CLIProcess.binary
+            func client(_ arguments: [String]) throws -> [String: Any] {
+                let run = try CLIProcess.start([PasskeyRig.client, "--port", "\(port)", "--state", sandbox.scratch + "/website.json",
+                                                "--touch", SecurityKeyRig.owner] + arguments,
+                                               environment: environment, scratch: sandbox.scratch, program: PasskeyRig.venvPython).wait()
+                let line = run.stdoutText.split(separator: "\n").last.map(String.init) ?? ""
+                return (try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]) ?? ["harness": "\(run.code) \(run.stderr)"]
+            }
+            let registered = try client(["register", "--user", "alice", "--resident"])
+            #expect(registered["ok"] as? Bool == true && registered["userVerified"] as? Bool == true, "\(registered)")
+            let signedIn = try client(["authenticate", "--discoverable"])
+            #expect(signedIn["ok"] as? Bool == true && signedIn["signCountIncreased"] as? Bool == true, "\(signedIn)")
+            let daemonLog = (try? String(contentsOfFile: sandbox.home + "/sim/daemon.log", encoding: .utf8)) ?? ""
+            #expect(daemonLog.contains("fido-make: ok") == withDaemon, "\(daemonLog)")
+
+            let stopped = sandbox.run(["sim", "stop"])
+            #expect(stopped.stderr.contains("FIDO authenticator stopped"), "\(stopped.stderr)")
+            let after = try JSONSerialization.jsonObject(with: Data(sandbox.run(["--json", "sim", "status"]).stdout)) as? [String: Any]
+            #expect(after?["fidoPort"] is NSNull, "\(String(describing: after))")
+        }
+    }
+
     /// python-fido2's own device tests (tests/device of its 2.2.1 source
     /// release, fetched by install-deps) pointed at the authenticator by
     /// Tests/Fixtures/fido/device_suite_plugin.py, which answers their

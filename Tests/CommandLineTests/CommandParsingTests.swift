@@ -47,6 +47,7 @@ struct CommandParsingTests {
         ParseCase(["list", "--service", "mail"], .list(service: "mail")),
         ParseCase(["sim", "start"], .sim(.start())),
         ParseCase(["sim", "start", "--daemon"], .sim(.start(daemon: true))),
+        ParseCase(["sim", "start", "--fido", "--daemon"], .sim(.start(daemon: true, fido: true))),
         ParseCase(["sim", "start", "--reader-kind", "image"], .sim(.start(readerKind: .image))),
         ParseCase(["sim", "start", "--reader-kind=storage", "--daemon"], .sim(.start(daemon: true, readerKind: .storage))),
         ParseCase(["sim", "touch", "--image", "a.png"], .sim(.touchImage(path: "a.png", wait: .seconds(30)))),
