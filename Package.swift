@@ -139,7 +139,7 @@ let package = Package(
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
         // FIDO's CTAPHID and CTAP2 (docs/fido.md): the transport's framing and channels.
-        .target(name: "TouchstoneFIDO", dependencies: ["CCBOR", "COpenSSL", "TouchstoneModel", "TouchstonePOSIX"]),
+        .target(name: "TouchstoneFIDO", dependencies: ["CCBOR", "COpenSSL", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure"]),
         // The sk-api's structures (OpenSSH 9.2), for the provider library.
         .target(name: "CSecurityKeyAPI", path: "Sources/CSecurityKeyAPI"),
         // Linked -z nodelete: ssh-sk-helper dlcloses the provider as soon as

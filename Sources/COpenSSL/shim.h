@@ -10,4 +10,5 @@
 #include <openssl/rand.h>
 #include <openssl/err.h>
 #include <openssl/ec.h>
+#include <openssl/hmac.h>
 #endif

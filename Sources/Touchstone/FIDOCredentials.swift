@@ -35,11 +35,16 @@ public struct FIDOCredentials: Sendable {
     /// `userVerification`: the user-verified flag is wanted (a credential
     /// made `verificationRequired` always wants it).
     /// `extensions`: the authenticator's extension outputs (a CBOR map),
-    /// signed in the authenticator data.
-    public func assert(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil, reason: String,
+    /// signed in the authenticator data. `hmacSecret`: the hmac-secret
+    /// extension's salts and PIN/UV auth protocol 2's shared secret (its
+    /// encrypted outputs are added to the extensions, for a credential
+    /// made with it).
+    public func assert(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil,
+                       hmacSecret: (salts: [UInt8], sharedSecret: SecureBytes)? = nil, reason: String,
                        interaction: (any AuthenticationInteraction)?, touchTimeout: Duration = .seconds(30)) async throws(KeychainError) -> FIDOAssertion {
         let request = Calls.AssertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification,
-                                       extensions: extensions, reason: reason, interactionNotAllowed: false, touchTimeout: touchTimeout)
+                                       extensions: extensions, hmacSecret: hmacSecret.map { ($0.salts, $0.sharedSecret) },
+                                       reason: reason, interactionNotAllowed: false, touchTimeout: touchTimeout)
         return try await engine.operation { () async throws(KeychainError) in
             try await engine.call(request, interaction: interaction)
         }

@@ -76,12 +76,13 @@ final class FIDOStore: FIDOAuthenticatorStore {
     }
 
     func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
-                reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
+                hmacSecret: (salts: [UInt8], shared: SecureBytes)?, reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
         Self.log(reason)
         defer { Task { await device.close() } }
         do {
             let signed = try await device.fido.assert(id: credential.id, relyingParty: credential.relyingParty, clientDataHash: clientDataHash,
-                                                      userVerification: userVerification, extensions: extensions, reason: reason,
+                                                      userVerification: userVerification, extensions: extensions,
+                                                      hmacSecret: hmacSecret.map { ($0.salts, $0.shared) }, reason: reason,
                                                       interaction: interaction, touchTimeout: timeout)
             Self.log("signed with \(credential.idText.prefix(8)) for \(credential.relyingParty)")
             return signed

@@ -34,9 +34,11 @@ package enum CTAP2 {
         case userActionTimeout = 0x2F
         case notAllowed = 0x30
         case pinInvalid = 0x31
+        case pinAuthInvalid = 0x33
         case pinNotSet = 0x35
         case requestTooLarge = 0x39
         case upRequired = 0x3B
+        case invalidSubcommand = 0x3E
         case other = 0x7F
     }
 }

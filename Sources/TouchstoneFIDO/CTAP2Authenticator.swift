@@ -1,5 +1,6 @@
 import Foundation
 import TouchstoneModel
+import TouchstoneSecure
 
 /// What the authenticator needs of Touchstone's FIDO credentials (the
 /// public API's `device.fido`, through either engine): a failure is a
@@ -10,9 +11,10 @@ package protocol FIDOAuthenticatorStore: Sendable {
     /// A registration: the new credential and its attestation, after the touch.
     func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
               reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential
-    /// An assertion by `credential`, after the touch.
+    /// An assertion by `credential`, after the touch; with hmac-secret's
+    /// salts and the shared secret that encrypts its outputs.
     func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
-                reason: String) async throws(CTAP2.Status) -> FIDOAssertion
+                hmacSecret: (salts: [UInt8], shared: SecureBytes)?, reason: String) async throws(CTAP2.Status) -> FIDOAssertion
 }
 
 /// The CTAP 2.1 authenticator (docs/fido.md): a CTAPHID_CBOR request's
@@ -34,12 +36,15 @@ package actor CTAP2Authenticator {
     /// What remains of a getAssertion for getNextAssertion.
     private var next: PendingAssertions?
     private let clock: @Sendable () -> Double
+    /// PIN/UV auth protocol 2's key agreement key, made on first use.
+    private var keyAgreement: PinUvAuthProtocolTwo.KeyAgreement?
 
     private struct PendingAssertions {
         var relyingParty: String
         var clientDataHash: [UInt8]
         var userVerification: Bool
         var credentials: [FIDOCredentialInfo]
+        var hmacSecret: (salts: [UInt8], shared: SecureBytes)?
         var expires: Double
     }
 
@@ -75,7 +80,7 @@ package actor CTAP2Authenticator {
             case .getAssertion: response = try await getAssertion(parameters)
             case .getNextAssertion: response = try await getNextAssertion()
             case .selection: response = nil
-            case .clientPIN: throw .invalidCommand
+            case .clientPIN: response = try clientPIN(parameters)
             case .reset, .credentialManagement: throw .invalidCommand
             }
             return [CTAP2.Status.success.rawValue] + (response?.encoded() ?? [])
@@ -99,7 +104,7 @@ package actor CTAP2Authenticator {
     private func info() -> CBOR {
         .map([
             .init(.int(1), .array([.text("FIDO_2_0"), .text("FIDO_2_1")])),
-            .init(.int(2), .array([.text("credProtect")])),
+            .init(.int(2), .array([.text("credProtect"), .text("hmac-secret")])),
             .init(.int(3), .bytes(AuthenticatorData.aaguid)),
             .init(.int(4), .map([
                 .init(.text("rk"), .bool(true)), .init(.text("up"), .bool(true)), .init(.text("uv"), .bool(true)),
@@ -141,6 +146,7 @@ package actor CTAP2Authenticator {
         try Self.refusePinUvAuth(p[8])
         if p[10] != nil { throw .invalidParameter }
         var credProtect: UInt8 = 1
+        var hmacSecret = false
         var outputs: [CBOR.Entry] = []
         if let extensions = p[6] {
             guard extensions.mapValue != nil else { throw .cborUnexpectedType }
@@ -148,6 +154,11 @@ package actor CTAP2Authenticator {
                 guard let n = level.intValue, (1...3).contains(n) else { throw .invalidParameter }
                 credProtect = UInt8(n)
                 outputs.append(.init(.text("credProtect"), .int(n)))
+            }
+            if let wanted = extensions["hmac-secret"] {
+                guard let flag = wanted.boolValue else { throw .cborUnexpectedType }
+                hmacSecret = flag
+                if flag { outputs.append(.init(.text("hmac-secret"), .bool(true))) }
             }
         }
         if let exclude = p[5] {
@@ -158,7 +169,7 @@ package actor CTAP2Authenticator {
         let uv = options["uv"] ?? false
         let request = FIDOCredentialRequest(relyingParty: rpID, userID: userID, userName: userName, userDisplayName: displayName,
                                             discoverable: options["rk"] ?? false, verificationRequired: credProtect == 3,
-                                            credProtect: credProtect, access: access)
+                                            credProtect: credProtect, access: access, hmacSecret: hmacSecret)
         let made = try await store.make(request, clientDataHash: clientDataHash, userVerification: uv,
                                         extensions: outputs.isEmpty ? nil : CBOR.map(outputs).encoded(),
                                         reason: "register with \(rpID)")
@@ -181,6 +192,7 @@ package actor CTAP2Authenticator {
         try Self.refusePinUvAuth(p[6])
         if let extensions = p[4], extensions.mapValue == nil { throw .cborUnexpectedType }
         let up = options["up"] ?? true
+        let hmacSecret = up ? try hmacSecretInput(p[4]?["hmac-secret"]) : nil
         let uv = options["uv"] ?? false
         let stored = try await store.credentials(relyingParty: rpID)
         var candidates: [FIDOCredentialInfo]
@@ -205,11 +217,11 @@ package actor CTAP2Authenticator {
                 .init(.int(3), .bytes([])),
             ])
         }
-        let response = try await assertion(first, rpID: rpID, clientDataHash: clientDataHash, userVerification: uv, discoverable: !listed,
-                                           count: !listed && candidates.count > 1 ? candidates.count : nil)
+        let response = try await assertion(first, rpID: rpID, clientDataHash: clientDataHash, userVerification: uv, hmacSecret: hmacSecret,
+                                           discoverable: !listed, count: !listed && candidates.count > 1 ? candidates.count : nil)
         if !listed && candidates.count > 1 {
             next = PendingAssertions(relyingParty: rpID, clientDataHash: clientDataHash, userVerification: uv,
-                                     credentials: Array(candidates.dropFirst()), expires: clock() + 30)
+                                     credentials: Array(candidates.dropFirst()), hmacSecret: hmacSecret, expires: clock() + 30)
         }
         return response
     }
@@ -222,13 +234,13 @@ package actor CTAP2Authenticator {
         let credential = pending.credentials.removeFirst()
         next = pending.credentials.isEmpty ? nil : pending
         return try await assertion(credential, rpID: pending.relyingParty, clientDataHash: pending.clientDataHash,
-                                   userVerification: pending.userVerification, discoverable: true, count: nil)
+                                   userVerification: pending.userVerification, hmacSecret: pending.hmacSecret, discoverable: true, count: nil)
     }
 
     private func assertion(_ credential: FIDOCredentialInfo, rpID: String, clientDataHash: [UInt8], userVerification: Bool,
-                           discoverable: Bool, count: Int?) async throws(CTAP2.Status) -> CBOR {
+                           hmacSecret: (salts: [UInt8], shared: SecureBytes)?, discoverable: Bool, count: Int?) async throws(CTAP2.Status) -> CBOR {
         let signed = try await store.assert(credential, clientDataHash: clientDataHash, userVerification: userVerification, extensions: nil,
-                                            reason: "sign in to \(rpID)")
+                                            hmacSecret: hmacSecret, reason: "sign in to \(rpID)")
         guard let signature = AuthenticatorData.derSignature(r: signed.signature.r, s: signed.signature.s) else { throw .other }
         var entries: [CBOR.Entry] = [
             .init(.int(1), Self.descriptor(credential)),
@@ -246,6 +258,44 @@ package actor CTAP2Authenticator {
         }
         if let count { entries.append(.init(.int(5), .int(count))) }
         return .map(entries)
+    }
+
+    // MARK: - clientPIN, hmac-secret
+
+    /// clientPIN: getKeyAgreement (protocol 2) only; this authenticator
+    /// has no PIN (user verification is its own), so the PIN's
+    /// subcommands are PIN_NOT_SET and any other INVALID_SUBCOMMAND.
+    private func clientPIN(_ p: CBOR) throws(CTAP2.Status) -> CBOR {
+        guard let protocolValue = p[1], let subcommandValue = p[2] else { throw .missingParameter }
+        guard let version = protocolValue.intValue, let subcommand = subcommandValue.intValue else { throw .cborUnexpectedType }
+        guard version == PinUvAuthProtocolTwo.version else { throw .invalidParameter }
+        switch subcommand {
+        case 0x02: return .map([.init(.int(1), try agreement().coseKey)])
+        case 0x01, 0x03, 0x04, 0x05, 0x06, 0x09: throw .pinNotSet
+        default: throw .invalidSubcommand
+        }
+    }
+
+    private func agreement() throws(CTAP2.Status) -> PinUvAuthProtocolTwo.KeyAgreement {
+        if let keyAgreement { return keyAgreement }
+        let made = try PinUvAuthProtocolTwo.KeyAgreement()
+        keyAgreement = made
+        return made
+    }
+
+    /// getAssertion's hmac-secret input {1: platform key, 2: saltEnc,
+    /// 3: saltAuth, 4: protocol}: the salts, once saltAuth proves the
+    /// platform holds the shared secret.
+    private func hmacSecretInput(_ value: CBOR?) throws(CTAP2.Status) -> (salts: [UInt8], shared: SecureBytes)? {
+        guard let value else { return nil }
+        guard value.mapValue != nil else { throw .cborUnexpectedType }
+        guard let platform = value[1], let saltEnc = value[2]?.bytesValue, let saltAuth = value[3]?.bytesValue else { throw .missingParameter }
+        guard (value[4]?.intValue ?? 1) == PinUvAuthProtocolTwo.version else { throw .invalidParameter }
+        let shared = try agreement().sharedSecret(platform: platform)
+        guard PinUvAuthProtocolTwo.verify(shared, saltEnc, tag: saltAuth) else { throw .pinAuthInvalid }
+        let salts = try PinUvAuthProtocolTwo.decrypt(shared, saltEnc)
+        guard salts.count == 32 || salts.count == 64 else { throw .invalidLength }
+        return (salts, shared)
     }
 
     // MARK: - Parameters

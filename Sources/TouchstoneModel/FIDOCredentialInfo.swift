@@ -24,6 +24,9 @@ public struct FIDOCredentialInfo: Sendable, Hashable, Codable {
     /// list), 3 (required).
     public var credProtect: UInt8
     public var access: AccessControl
+    /// Made with the hmac-secret extension (WebAuthn's PRF): nil in
+    /// records made before it existed, as false.
+    public var hmacSecret: Bool?
     public var created: Date
     /// The uncompressed P-256 point: 0x04, X, Y (65 bytes); empty for a
     /// corrupted record.
@@ -72,10 +75,14 @@ public struct FIDOCredentialRequest: Sendable, Hashable, Codable {
     public var verificationRequired: Bool
     public var credProtect: UInt8
     public var access: AccessControl
+    /// With the hmac-secret extension (WebAuthn's PRF): assertions may
+    /// carry its outputs.
+    public var hmacSecret: Bool
 
     public init(relyingParty: String, userID: [UInt8] = [], userName: String = "", userDisplayName: String = "",
                 discoverable: Bool = false, verificationRequired: Bool = false, credProtect: UInt8 = 1,
-                access: AccessControl = .userPresence) {
+                access: AccessControl = .userPresence, hmacSecret: Bool = false) {
+        self.hmacSecret = hmacSecret
         self.relyingParty = relyingParty
         self.userID = userID
         self.userName = userName

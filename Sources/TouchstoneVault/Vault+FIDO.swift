@@ -76,10 +76,11 @@ extension Vault {
         if request.discoverable, !replace, !keepingOthers, try !discoverableFIDO(rp, request).isEmpty { throw VaultError.duplicateItem }
         let key = try makeSigningKey(access: request.access)
         let id = (0..<Self.credentialIDSize).map { _ in UInt8.random(in: 0...255) }
-        let info = FIDOCredentialInfo(id: id, relyingParty: request.relyingParty, userID: request.userID, userName: request.userName,
+        var info = FIDOCredentialInfo(id: id, relyingParty: request.relyingParty, userID: request.userID, userName: request.userName,
                                       userDisplayName: request.userDisplayName, discoverable: request.discoverable,
                                       verificationRequired: request.verificationRequired, credProtect: request.credProtect,
                                       access: request.access, created: Date(), publicPoint: key.publicPoint)
+        if request.hmacSecret { info.hmacSecret = true }
         let lookup = fidoLookup(id)
         let cipher = recordCipher
         let metadata = try metadataKeys.key(cipher).seal(Self.encodeFIDO(info), ad: Self.fidoMetadataAD(lookup))
@@ -211,8 +212,15 @@ extension Vault {
     /// (WebAuthn's self attestation signs it with the credential's own
     /// key). `extensions`: the authenticator's extension outputs (a CBOR
     /// map), appended with the ED flag.
+    ///
+    /// `hmacSecret`: the hmac-secret extension's salts (32 or 64 bytes)
+    /// and the shared secret of PIN/UV auth protocol 2 with the platform:
+    /// for a credential made with the extension, its outputs
+    /// (HMAC-SHA-256 of each salt under the credential's secret, the one
+    /// for a verified or an unverified assertion) go encrypted into the
+    /// extensions; for another, nothing.
     package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool,
-                            attestation: Bool = false, extensions: [UInt8]? = nil,
+                            attestation: Bool = false, extensions: [UInt8]? = nil, hmacSecret: (salts: [UInt8], shared: SecureBytes)? = nil,
                             proof: VaultProof) throws(VaultError) -> FIDOAssertion {
         guard clientDataHash.count == 32 else { throw VaultError.invalidInput("a client data hash is 32 bytes") }
         if let extensions {
@@ -229,6 +237,10 @@ extension Vault {
         // a proof that cannot open spends no counter value.
         let open = try signingKeyOpenAccess(row.signingKey(info.idText), access: info.access, publicPoint: info.publicPoint)
         guard open.alternatives.contains(where: { Self.proves(proof, $0) }) else { throw VaultError.authenticationRequired }
+        var extensions = extensions
+        if let hmacSecret, info.hmacSecret == true {
+            extensions = try hmacSecretOutputs(info, verified: verify, salts: hmacSecret.salts, shared: hmacSecret.shared, adding: extensions)
+        }
         let counter = try db.transaction { () throws(VaultError) -> UInt32 in
             guard let stored = try db.firstRow("SELECT counter FROM fido_credentials WHERE id = ?", [.integer(row.id)], { $0.integer(0) }) else {
                 throw VaultError.itemNotFound
@@ -248,6 +260,33 @@ extension Vault {
         let digest = Self.sha256(authenticatorData + clientDataHash)
         let (r, s) = try sign(digest: digest, with: row.signingKey(info.idText), access: info.access, publicPoint: info.publicPoint, proof: proof)
         return FIDOAssertion(authenticatorData: authenticatorData, signature: SSHSignature(r: r, s: s))
+    }
+
+    /// The extensions with hmac-secret's encrypted outputs added.
+    private func hmacSecretOutputs(_ info: FIDOCredentialInfo, verified: Bool, salts: [UInt8], shared: SecureBytes,
+                                   adding extensions: [UInt8]?) throws(VaultError) -> [UInt8] {
+        guard salts.count == 32 || salts.count == 64, shared.count == 64 else {
+            throw VaultError.invalidInput("hmac-secret takes one or two 32-byte salts and a 64-byte shared secret")
+        }
+        // CredRandomWithUV or CredRandomWithoutUV: the vault's keyed hash of the credential.
+        var credRandom = Crypto.keyedHash(lookupKey, [Array("touchstone/fido-hmac-secret".utf8), [verified ? 1 : 0], info.id])
+        defer { secureWipe(&credRandom) }
+        var outputs: [UInt8] = []
+        defer { secureWipe(&outputs) }
+        for start in stride(from: 0, to: salts.count, by: 32) {
+            var out = [UInt8](repeating: 0, count: 32)
+            crypto_auth_hmacsha256(&out, Array(salts[start..<start + 32]), 32, credRandom)
+            outputs += out
+            secureWipe(&out)
+        }
+        let encrypted: [UInt8]
+        do { encrypted = try PinUvAuthProtocolTwo.encrypt(shared, outputs) } catch {
+            throw VaultError.invalidInput("hmac-secret's outputs do not encrypt")
+        }
+        var entries: [CBOR.Entry] = []
+        if let extensions, let map = (try? CBOR.decode(extensions))?.mapValue { entries = map }
+        entries.append(.init(.text("hmac-secret"), .bytes(encrypted)))
+        return CBOR.map(entries).encoded()
     }
 
     /// Whether `proof` shows what the alternative `flags` ask.

@@ -9,7 +9,7 @@ import TestRigs
 /// Touches come from the simulated reader when the authenticator asks.
 @Suite("Passkeys: fido serve over UDP, python-fido2 as the browser, py_webauthn as the website")
 struct PasskeyTests {
-    @Test("register and sign in with the owner's touch (UV set, packed self attestation verified, the counter rising), discoverable sign-in, a stranger's touch gives no assertion, the excludeList refuses a second registration, CTAPHID garbage is answered with errors and the next client is served", arguments: SecurityKeyRig.Engine.allCases)
+    @Test("register and sign in with the owner's touch (UV set, packed self attestation verified, the counter rising), discoverable sign-in, PRF (hmac-secret) stable per salt, a stranger's touch gives no assertion, the excludeList refuses a second registration, CTAPHID garbage is answered with errors and the next client is served", arguments: SecurityKeyRig.Engine.allCases)
     func registerAndSignIn(_ engine: SecurityKeyRig.Engine) async throws {
         try await blockingTest {
             let rig = try SecurityKeyRig(engine)
@@ -36,11 +36,20 @@ struct PasskeyTests {
             #expect((discovered["assertionUsers"] as? [Any])?.first as? String == "alice", "\(discovered)")
             #expect((discovered["signCount"] as? Int ?? 0) > first, "\(discovered)")
 
+            // WebAuthn's PRF through hmac-secret: the same salt, the same
+            // output; another salt, another.
+            let prf = passkeys.scenario(["prf", "--user", "alice", "--salt", "00112233", "--uv", "required"], touching: SecurityKeyRig.owner)
+            let again = passkeys.scenario(["prf", "--user", "alice", "--salt", "00112233", "--uv", "required"], touching: SecurityKeyRig.owner)
+            let other = passkeys.scenario(["prf", "--user", "alice", "--salt", "44556677", "--uv", "required"], touching: SecurityKeyRig.owner)
+            let output = try #require(prf["first"] as? String, "\(prf)")
+            #expect(output.count == 64 && again["first"] as? String == output, "\(prf) \(again)")
+            #expect(other["ok"] as? Bool == true && other["first"] as? String != output, "\(other)")
+
             let stranger = passkeys.scenario(["authenticate", "--user", "alice", "--uv", "required"], touching: SecurityKeyRig.stranger)
             #expect(stranger["ok"] as? Bool == false && stranger["ctapError"] as? String == "OPERATION_DENIED", "\(stranger)")
 
-            let again = passkeys.scenario(["register", "--user", "alice", "--exclude"], touching: nil)
-            #expect(again["ok"] as? Bool == false && again["ctapError"] as? String == "CREDENTIAL_EXCLUDED", "\(again)")
+            let excluded = passkeys.scenario(["register", "--user", "alice", "--exclude"], touching: nil)
+            #expect(excluded["ok"] as? Bool == false && excluded["ctapError"] as? String == "CREDENTIAL_EXCLUDED", "\(excluded)")
             #expect(rig.touchstone(["fido", "list", "--json"]).stdoutText.components(separatedBy: "touchstone.test").count == 2,
                     "the refused registration left a credential")
 
@@ -141,7 +150,7 @@ struct PasskeyTests {
     /// touch prompts with the owner's finger. Most of the suite needs a
     /// PIN, reset or credential management, which the authenticator does
     /// not offer: those skip, and what runs must pass.
-    @Test("python-fido2's device test suite: every test that applies passes (at least the 11 that apply today: CTAPHID, getInfo, the client's registrations and sign-ins, ES256 credentials), none fails")
+    @Test("python-fido2's device test suite: every test that applies passes (at least the 13 that apply today: CTAPHID, getInfo, the client's registrations and sign-ins, ES256 credentials, PRF over protocol 2), none fails")
     func pythonFido2DeviceSuite() async throws {
         try await blockingTest {
             let rig = try SecurityKeyRig(.embedded)
@@ -160,7 +169,7 @@ struct PasskeyTests {
             let passed = summary.split(separator: " ").first.flatMap { Int($0) } ?? 0
             #expect(run.code == 0 && summary.contains(" passed") && !summary.contains("failed") && !summary.contains("error"),
                     "\(summary)\n\(run.stdoutText.suffix(4000))\n\(run.stderr.suffix(2000))")
-            #expect(passed >= 11, "\(summary)")
+            #expect(passed >= 13, "\(summary)")
         }
     }
 }

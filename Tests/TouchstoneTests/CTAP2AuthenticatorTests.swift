@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import TouchstoneModel
+import TouchstoneSecure
 @testable import TouchstoneFIDO
 
 /// The CTAP 2.1 authenticator above its seam (`FIDOAuthenticatorStore`):
@@ -15,6 +16,8 @@ struct CTAP2AuthenticatorTests {
         let credentials = Mutex<[FIDOCredentialInfo]>([])
         let calls = Mutex<[String]>([])
         let refuse = Atomic<Bool>(false)
+        /// The hmac-secret salts each assertion was given.
+        let salts = Mutex<[[UInt8]?]>([])
 
         func credentials(relyingParty: String) async throws(CTAP2.Status) -> [FIDOCredentialInfo] {
             calls.withLock { $0.append("list \(relyingParty)") }
@@ -25,12 +28,13 @@ struct CTAP2AuthenticatorTests {
                   reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential {
             calls.withLock { $0.append("make \(request.relyingParty) uv=\(userVerification) rk=\(request.discoverable) cp=\(request.credProtect)") }
             if refuse.load(ordering: .relaxed) { throw .operationDenied }
-            let info = FIDOCredentialInfo(id: [UInt8](repeating: UInt8(credentials.withLock { $0.count } + 1), count: 32), relyingParty: request.relyingParty,
+            var info = FIDOCredentialInfo(id: [UInt8](repeating: UInt8(credentials.withLock { $0.count } + 1), count: 32), relyingParty: request.relyingParty,
                                           userID: request.userID, userName: request.userName, userDisplayName: request.userDisplayName,
                                           discoverable: request.discoverable, verificationRequired: request.verificationRequired,
                                           credProtect: request.credProtect, access: request.access,
                                           created: Date(timeIntervalSince1970: Double(1_800_000_000 + credentials.withLock { $0.count })),
                                           publicPoint: [0x04] + [UInt8](repeating: 7, count: 64))
+            info.hmacSecret = request.hmacSecret
             credentials.withLock { $0.append(info) }
             let data = AuthenticatorData.encode(rpIDHash: AuthenticatorData.sha256(Array(request.relyingParty.utf8)),
                                                 flags: 0x01 | (userVerification ? 0x04 : 0), signCount: 1,
@@ -40,8 +44,9 @@ struct CTAP2AuthenticatorTests {
         }
 
         func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
-                    reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
+                    hmacSecret: (salts: [UInt8], shared: SecureBytes)?, reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
             calls.withLock { $0.append("assert \(credential.id[0]) uv=\(userVerification)") }
+            salts.withLock { $0.append(hmacSecret?.salts) }
             if refuse.load(ordering: .relaxed) { throw .operationDenied }
             let data = AuthenticatorData.encode(rpIDHash: AuthenticatorData.sha256(Array(credential.relyingParty.utf8)),
                                                 flags: 0x01 | (userVerification ? 0x04 : 0), signCount: 2, attested: nil, extensions: nil)
@@ -78,14 +83,14 @@ struct CTAP2AuthenticatorTests {
         return (status, bytes.count > 1 ? try CBOR.decode(Array(bytes.dropFirst())) : nil)
     }
 
-    @Test("getInfo: versions, the AAGUID, rk/up/uv built in and no clientPin, ES256 only, credProtect")
+    @Test("getInfo: versions, the AAGUID, rk/up/uv built in and no clientPin, ES256 only, credProtect and hmac-secret")
     func info() async throws {
         let authenticator = CTAP2Authenticator(store: RecordingStore())
         let (status, body) = try Self.answer(await authenticator.handle([0x04]))
         #expect(status == 0)
         let info = try #require(body)
         #expect(info[1] == .array([.text("FIDO_2_0"), .text("FIDO_2_1")]))
-        #expect(info[2] == .array([.text("credProtect")]))
+        #expect(info[2] == .array([.text("credProtect"), .text("hmac-secret")]))
         #expect(info[3] == .bytes(AuthenticatorData.aaguid))
         #expect(info[4]?["uv"] == .bool(true) && info[4]?["rk"] == .bool(true) && info[4]?["clientPin"] == nil && info[4]?["pinUvAuthToken"] == nil)
         #expect(info[10] == Self.es256)
@@ -182,6 +187,48 @@ struct CTAP2AuthenticatorTests {
         let dave = try #require(store.credentials.withLock { $0.last?.id })
         #expect(await authenticator.handle(Self.getAssertion(allow: [dave])) == [CTAP2.Status.noCredentials.rawValue])
         #expect(try Self.answer(await authenticator.handle(Self.getAssertion(allow: [dave], options: [.init(.text("uv"), .bool(true))]))).0 == 0)
+    }
+
+    @Test("hmac-secret: clientPIN getKeyAgreement gives a P-256 key (protocol 2 only); the salts reach the store once saltAuth proves the shared secret; a wrong saltAuth is PIN_AUTH_INVALID and a key off the curve INVALID_PARAMETER, the store not asked; a probe carries none")
+    func hmacSecret() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        #expect(try Self.answer(await authenticator.handle(Self.makeCredential(extra: [.init(.int(6), .map([.init(.text("hmac-secret"), .bool(true))]))]))).0 == 0)
+        let id = try #require(store.credentials.withLock { $0.first?.id })
+        #expect(store.credentials.withLock { $0.first?.hmacSecret } == true, "the request asked for hmac-secret")
+
+        let getKey = [0x06] + CBOR.map([.init(.int(1), .int(2)), .init(.int(2), .int(2))]).encoded()
+        let (status, body) = try Self.answer(await authenticator.handle(getKey))
+        #expect(status == 0)
+        let authenticatorKey = try #require(body?[1])
+        #expect(authenticatorKey[3] == .int(-25) && authenticatorKey[-2]?.bytesValue?.count == 32)
+        #expect(await authenticator.handle([0x06] + CBOR.map([.init(.int(1), .int(1)), .init(.int(2), .int(2))]).encoded())
+                == [CTAP2.Status.invalidParameter.rawValue], "protocol 1")
+
+        // The platform's side: its own key, the same shared secret.
+        let platform = try PinUvAuthProtocolTwo.KeyAgreement()
+        let shared = try platform.sharedSecret(platform: authenticatorKey)
+        let salts = [UInt8](repeating: 0x11, count: 32) + [UInt8](repeating: 0x22, count: 32)
+        let saltEnc = try PinUvAuthProtocolTwo.encrypt(shared, salts)
+        func assertion(auth: [UInt8], key: CBOR = platform.coseKey, up: Bool = true) -> [UInt8] {
+            let ext = CBOR.map([.init(.text("hmac-secret"), .map([.init(.int(1), key), .init(.int(2), .bytes(saltEnc)),
+                                                                     .init(.int(3), .bytes(auth)), .init(.int(4), .int(2))]))])
+            let allow = CBOR.array([.map([.init(.text("id"), .bytes(id)), .init(.text("type"), .text("public-key"))])])
+            var entries: [CBOR.Entry] = [.init(.int(1), .text("example.org")), .init(.int(2), Self.hash), .init(.int(3), allow), .init(.int(4), ext)]
+            if !up { entries.append(.init(.int(5), .map([.init(.text("up"), .bool(false))]))) }
+            return [0x02] + CBOR.map(entries).encoded()
+        }
+        let good = PinUvAuthProtocolTwo.authenticate(shared, saltEnc)
+        #expect(await authenticator.handle(assertion(auth: good.map { $0 ^ 1 })) == [CTAP2.Status.pinAuthInvalid.rawValue])
+        var offCurve = platform.coseKey.mapValue!
+        offCurve[3] = .init(.int(-2), .bytes([UInt8](repeating: 1, count: 32)))
+        #expect(await authenticator.handle(assertion(auth: good, key: .map(offCurve))).first != 0, "a platform key not on the curve")
+        #expect(store.salts.withLock { $0 }.isEmpty, "the store was asked for a refused request")
+        #expect(try Self.answer(await authenticator.handle(assertion(auth: good))).0 == 0)
+        #expect(try Self.answer(await authenticator.handle(assertion(auth: good, up: false))).0 == 0)
+        #expect(store.salts.withLock { $0 } == [salts], "the salts, decrypted, and nothing for the probe")
+        let outputs = try PinUvAuthProtocolTwo.decrypt(shared, PinUvAuthProtocolTwo.encrypt(shared, salts))
+        #expect(outputs == salts, "encrypt and decrypt are inverses")
     }
 
     @Test("the store's refusal is the answer (a stranger's touch: OPERATION_DENIED), and the next request is served")

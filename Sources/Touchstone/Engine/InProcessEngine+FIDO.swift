@@ -1,3 +1,4 @@
+import TouchstoneSecure
 import TouchstoneTPM
 import TouchstoneVault
 
@@ -41,12 +42,13 @@ extension InProcessEngine {
     /// An assertion by the credential `id`: the touch (or the passcode)
     /// its open ways ask, then the vault's counter and the TPM's signature.
     package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil,
+                            hmacSecret: (salts: [UInt8], shared: SecureBytes)? = nil,
                             reason: String, settings: ContextSettings) async throws(KeychainError) -> FIDOAssertion {
         try await keychain { () async throws(BackendFailure) in
             let open = try vaultCall(vault.fidoOpenAccess(id: id, relyingParty: relyingParty))
             let proof = try await proof(for: open, reason: reason, settings)
             return try vaultCall(vault.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification,
-                                                  extensions: extensions, proof: proof))
+                                                  extensions: extensions, hmacSecret: hmacSecret, proof: proof))
         }
     }
 

@@ -369,8 +369,10 @@ extension Calls.AssertFIDO: EngineOperation {
                      interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> FIDOAssertion {
         let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
                                        touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
+        var hmacSecret: (salts: [UInt8], shared: SecureBytes)?
+        if let hmacSalts, let hmacSharedSecret { hmacSecret = (hmacSalts, hmacSharedSecret.bytes) }
         return try await engine.assertFIDO(id: id, relyingParty: relyingParty, clientDataHash: clientDataHash, userVerification: userVerification,
-                                           extensions: extensions, reason: reasonText, settings: settings)
+                                           extensions: extensions, hmacSecret: hmacSecret, reason: reasonText, settings: settings)
     }
 }
 

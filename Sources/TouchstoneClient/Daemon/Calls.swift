@@ -551,6 +551,7 @@ extension Calls {
         package typealias Response = FIDOAssertion
         package typealias Failure = KeychainError
         package static let name = "fido-assert"
+        package static let secretSlots = ["hmacSharedSecret"]
         package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
         package var target: String? { "FIDO credential \(FIDOCredentialInfo.base64url(id).prefix(8))" }
         package var id: [UInt8]
@@ -561,18 +562,25 @@ extension Calls {
         /// The authenticator's extension outputs (a CBOR map), signed in
         /// the authenticator data; none for ssh.
         package var extensions: [UInt8]?
+        /// hmac-secret's salts (32 or 64 bytes) and the PIN/UV protocol's
+        /// shared secret with the platform, which encrypts its outputs.
+        package var hmacSalts: [UInt8]?
+        package var hmacSharedSecret: WireSecret?
         package var reasonText: String
         package var interactionNotAllowed: Bool
         package var touchTimeoutMilliseconds: Int
         package var reason: String? { reasonText }
 
         package init(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil,
+                     hmacSecret: (salts: [UInt8], shared: SecureBytes)? = nil,
                      reason: String, interactionNotAllowed: Bool, touchTimeout: Duration) {
             self.id = id
             self.relyingParty = relyingParty
             self.clientDataHash = clientDataHash
             self.userVerification = userVerification
             self.extensions = extensions
+            hmacSalts = hmacSecret?.salts
+            hmacSharedSecret = hmacSecret.map { WireSecret($0.shared) }
             reasonText = reason
             self.interactionNotAllowed = interactionNotAllowed
             touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
