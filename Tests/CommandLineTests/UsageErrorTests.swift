@@ -77,7 +77,7 @@ struct UsageErrorTests {
         UsageCase(["list", "--service"], "missing value for '--service <service>'", "touchstone list [--service <service>]"),
         UsageCase(["sim", "touch"], "sim touch needs a finger id (or --image FILE)", touch),
         UsageCase(["sim", "start", "--reader-kind", "camera"], "unknown reader kind 'camera'; use one of: device, storage, image",
-                  "touchstone sim start [--reader-kind <kind>] [--daemon]"),
+                  "touchstone sim start [--reader-kind <kind>] [--daemon] [--fido]"),
         UsageCase(["sim", "touch", "a", "--image", "f.png"], "--image sends one given image: no finger id and no --count with it", touch),
         UsageCase(["sim", "touch", ""], "<id> must not be empty", touch),
         UsageCase(["sim", "touch", "a", "--count", "0"], "--count must be a whole number from 1 to 1000, not '0'", touch),
