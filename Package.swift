@@ -88,6 +88,8 @@ let package = Package(
             pkgConfig: "libsodium",
             providers: [.apt(["libsodium-dev"])]),
         .systemLibrary(name: "CProcess", path: "Sources/CProcess"),
+        // The kernel's uhid ABI (linux/uhid.h): the virtual FIDO device.
+        .systemLibrary(name: "CUHID", path: "Sources/CUHID"),
         .systemLibrary(
             name: "CCBOR", path: "Sources/CCBOR",
             pkgConfig: "libcbor",
@@ -139,7 +141,7 @@ let package = Package(
         // The ssh-agent's parts: OpenSSH's wire format and the agent
         // protocol over a Unix socket.
         // FIDO's CTAPHID and CTAP2 (docs/fido.md): the transport's framing and channels.
-        .target(name: "TouchstoneFIDO", dependencies: ["CCBOR", "COpenSSL", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure"]),
+        .target(name: "TouchstoneFIDO", dependencies: ["CCBOR", "COpenSSL", "CUHID", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure"]),
         // The sk-api's structures (OpenSSH 9.2), for the provider library.
         .target(name: "CSecurityKeyAPI", path: "Sources/CSecurityKeyAPI"),
         // Linked -z nodelete: ssh-sk-helper dlcloses the provider as soon as

@@ -17,8 +17,8 @@ extension Session {
             if entries.contains(where: { $0.state == "corrupted" }) {
                 Output.progress("touchstone: some FIDO credential records are corrupted")
             }
-        case .serve(let udp, let access):
-            try await fidoServe(udp: udp, access: access)
+        case .serve(let udp, let uhid, let access):
+            try await fidoServe(udp: udp, uhid: uhid, access: access)
         case .delete(let given):
             try await withDevice { device in
                 let id = try Self.credentialID(given, among: try await device.fido.list())

@@ -6,27 +6,50 @@ import TouchstoneFIDO
 import TouchstoneSecretService
 import TouchstoneSecure
 
-/// `touchstone fido serve --udp HOST:PORT`: the CTAP 2.1 authenticator
-/// (docs/fido.md) over CTAPHID on a loopback UDP port, its credentials the
-/// vault's FIDO credentials through the public API (either engine). In
-/// the foreground until SIGTERM or SIGINT (exit 0).
+/// `touchstone fido serve [--udp HOST:PORT] [--uhid]`: the CTAP 2.1
+/// authenticator (docs/fido.md) over CTAPHID on a loopback UDP port, a
+/// virtual USB HID device through /dev/uhid, or both (one authenticator:
+/// one request at a time), its credentials the vault's FIDO credentials
+/// through the public API (either engine). In the foreground until
+/// SIGTERM or SIGINT (exit 0).
 extension Session {
-    func fidoServe(udp: String, access: AccessControl) async throws {
-        let (host, port) = try Self.udpAddress(udp)
+    func fidoServe(udp: String?, uhid: Bool, access: AccessControl) async throws {
+        let address = try udp.map(Self.udpAddress)
         try await withDevice { device in
             let interaction = DesktopInteraction(terminal: interaction, title: "Touchstone passkeys", log: { FIDOStore.log($0) })
             let store = FIDOStore(device: device, interaction: interaction, timeout: options.timeout)
-            let server: CTAPHIDUDPServer
-            do {
-                server = try CTAPHIDUDPServer(host: host, port: port, authenticator: CTAP2Authenticator(store: store, access: access))
-            } catch {
-                throw CLIFailure(.failure, "cannot serve the authenticator: \(error)")
+            let authenticator = CTAP2Authenticator(store: store, access: access)
+            var stops: [@Sendable () -> Void] = []
+            if let (host, port) = address {
+                let carrier: CTAPHIDUDPCarrier
+                do { carrier = try CTAPHIDUDPCarrier(host: host, port: port) } catch {
+                    throw CLIFailure(.failure, "cannot serve the authenticator: \(error)")
+                }
+                let server = CTAPHIDServer(carrier: carrier, authenticator: authenticator)
+                startDetachedThread(name: "ctaphid-udp") {
+                    server.run()
+                    carrier.close()
+                }
+                stops.append { server.stop() }
+                Output.result("\(carrier.port)")
+                FIDOStore.log("listening on udp \(host):\(carrier.port)")
             }
-            startDetachedThread(name: "ctaphid-udp") { server.run() }
-            Output.result("\(server.port)")
-            FIDOStore.log("listening on udp \(host):\(server.port)")
+            if uhid {
+                let carrier: UHIDCarrier
+                do { carrier = try UHIDCarrier() } catch {
+                    stops.forEach { $0() }
+                    throw CLIFailure(.failure, "cannot make the virtual FIDO device: \(error)")
+                }
+                let server = CTAPHIDServer(carrier: carrier, authenticator: authenticator)
+                startDetachedThread(name: "ctaphid-uhid") {
+                    server.run()
+                    carrier.close()
+                }
+                stops.append { server.stop() }
+                FIDOStore.log("serving a virtual USB HID FIDO device through /dev/uhid")
+            }
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
-            server.stop()
+            stops.forEach { $0() }
             FIDOStore.log("stopping")
         }
     }

@@ -69,8 +69,8 @@ public enum Command: Sendable, Hashable {
         case list
         /// `delete ID` (base64url, or a prefix of it that names one).
         case delete(id: String)
-        /// `serve --udp HOST:PORT [--access SPEC]`: the CTAP 2.1 authenticator.
-        case serve(udp: String, access: AccessControl)
+        /// `serve [--udp HOST:PORT] [--uhid] [--access SPEC]`: the CTAP 2.1 authenticator.
+        case serve(udp: String?, uhid: Bool, access: AccessControl)
     }
 
     /// What `passcode` does.

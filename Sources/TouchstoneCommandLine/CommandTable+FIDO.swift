@@ -27,14 +27,18 @@ extension CommandTable {
                 abstract: "Serve a CTAP 2.1 authenticator over CTAPHID until SIGTERM.",
                 discussion: """
                     --udp: one 64-byte CTAPHID report per datagram on a loopback UDP port (port 0: any \
-                    free one); the port is printed on stdout. Registrations make FIDO credentials \
-                    with --access; every registration and sign-in waits for a touch, and user \
-                    verification is a finger match or the passcode, asked by Touchstone itself.
+                    free one); the port is printed on stdout. --uhid: a virtual USB HID FIDO device \
+                    through /dev/uhid, which browsers and libfido2 find (the kernel's uhid module, and \
+                    access to /dev/uhid: udev/70-touchstone.rules). Registrations make FIDO \
+                    credentials with --access; every registration and sign-in waits for a touch, and \
+                    user verification is a finger match or the passcode, asked by Touchstone itself.
                     """,
-                options: [FIDOOption.udp, FIDOOption.access],
+                options: [FIDOOption.udp, FIDOOption.uhid, FIDOOption.access],
                 make: { invocation throws(UsageError) in
-                    guard let udp = try invocation.optionText(FIDOOption.udp) else {
-                        throw UsageError("fido serve needs a transport: --udp HOST:PORT")
+                    let udp = try invocation.optionText(FIDOOption.udp)
+                    let uhid = invocation.flag(FIDOOption.uhid)
+                    guard udp != nil || uhid else {
+                        throw UsageError("fido serve needs a transport: --udp HOST:PORT, --uhid, or both")
                     }
                     var access = AccessControl.userPresence
                     if let spec = invocation.value(FIDOOption.access) {
@@ -45,12 +49,13 @@ extension CommandTable {
                         }
                         guard !access.flags.isEmpty else { throw UsageError("a FIDO credential signs only after a touch: --access cannot be none") }
                     }
-                    return .fido(.serve(udp: udp, access: access))
+                    return .fido(.serve(udp: udp, uhid: uhid, access: access))
                 }),
         ])
 
     private enum FIDOOption {
         static let udp = OptionDescription(names: ["--udp"], valueName: "host:port", help: "Listen on this loopback UDP address (e.g. 127.0.0.1:0).")
+        static let uhid = OptionDescription(names: ["--uhid"], help: "Make a virtual USB HID FIDO device through /dev/uhid.")
         static let access = OptionDescription(names: ["--access"], valueName: "spec", help: "What a new credential's signatures need.", defaultValue: "user-presence")
     }
 

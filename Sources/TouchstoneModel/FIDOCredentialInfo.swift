@@ -94,6 +94,26 @@ public struct FIDOCredentialRequest: Sendable, Hashable, Codable {
     }
 }
 
+extension FIDOCredentialRequest {
+    private enum CodingKeys: String, CodingKey {
+        case relyingParty, userID, userName, userDisplayName, discoverable, verificationRequired, credProtect, access, hmacSecret
+    }
+
+    /// A request without `hmacSecret` (an older client's) asks for none.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        relyingParty = try container.decode(String.self, forKey: .relyingParty)
+        userID = try container.decode([UInt8].self, forKey: .userID)
+        userName = try container.decode(String.self, forKey: .userName)
+        userDisplayName = try container.decode(String.self, forKey: .userDisplayName)
+        discoverable = try container.decode(Bool.self, forKey: .discoverable)
+        verificationRequired = try container.decode(Bool.self, forKey: .verificationRequired)
+        credProtect = try container.decode(UInt8.self, forKey: .credProtect)
+        access = try container.decode(AccessControl.self, forKey: .access)
+        hmacSecret = try container.decodeIfPresent(Bool.self, forKey: .hmacSecret) ?? false
+    }
+}
+
 /// A FIDO assertion: the authenticator data signed, and the TPM's ECDSA
 /// P-256 signature of SHA-256(authenticatorData || clientDataHash).
 public struct FIDOAssertion: Sendable, Hashable, Codable {

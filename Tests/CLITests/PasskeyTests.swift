@@ -144,6 +144,26 @@ struct PasskeyTests {
         }
     }
 
+    @Test("fido serve --uhid: without /dev/uhid (this kernel has no CONFIG_UHID) exit 1 naming the missing module; where the node exists, the virtual device is made and served until SIGTERM; no transport at all is a usage error")
+    func uhidTransport() async throws {
+        try await blockingTest {
+            let sandbox = try CLISandbox()
+            defer { sandbox.close() }
+            #expect(sandbox.setPasscode().code == 0)
+            let none = sandbox.run(["--sim", "fido", "serve"])
+            #expect(none.code == 64 && none.stderr.contains("needs a transport"), "\(none.stderr)")
+            if FileManager.default.fileExists(atPath: "/dev/uhid") {
+                let server = try CLIProcess.start(["--sim", "fido", "serve", "--uhid"], environment: sandbox.environment, scratch: sandbox.scratch)
+                #expect(server.waitForStderr("serving a virtual USB HID FIDO device"), "\(server.stderrSoFar)")
+                server.signal(SIGTERM)
+                #expect(server.wait(timeout: 30).code == 0)
+            } else {
+                let refused = sandbox.run(["--sim", "fido", "serve", "--uhid"])
+                #expect(refused.code == 1 && refused.stderr.contains("no /dev/uhid") && refused.stderr.contains("modprobe uhid"), "\(refused.stderr)")
+            }
+        }
+    }
+
     /// python-fido2's own device tests (tests/device of its 2.2.1 source
     /// release, fetched by install-deps) pointed at the authenticator by
     /// Tests/Fixtures/fido/device_suite_plugin.py, which answers their
