@@ -25,7 +25,7 @@ extension Session {
                 do { carrier = try CTAPHIDUDPCarrier(host: host, port: port) } catch {
                     throw CLIFailure(.failure, "cannot serve the authenticator: \(error)")
                 }
-                let server = CTAPHIDServer(carrier: carrier, authenticator: authenticator)
+                let server = try Self.server(carrier, authenticator)
                 startDetachedThread(name: "ctaphid-udp") {
                     server.run()
                     carrier.close()
@@ -40,7 +40,7 @@ extension Session {
                     stops.forEach { $0() }
                     throw CLIFailure(.failure, "cannot make the virtual FIDO device: \(error)")
                 }
-                let server = CTAPHIDServer(carrier: carrier, authenticator: authenticator)
+                let server = try Self.server(carrier, authenticator)
                 startDetachedThread(name: "ctaphid-uhid") {
                     server.run()
                     carrier.close()
@@ -51,6 +51,12 @@ extension Session {
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
             stops.forEach { $0() }
             FIDOStore.log("stopping")
+        }
+    }
+
+    static func server<Carrier: CTAPHIDCarrier>(_ carrier: Carrier, _ authenticator: CTAP2Authenticator) throws -> CTAPHIDServer<Carrier> {
+        do { return try CTAPHIDServer(carrier: carrier, authenticator: authenticator) } catch {
+            throw CLIFailure(.failure, "cannot serve the authenticator: \(error)")
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import TouchstonePOSIX
 
 /// What carries CTAPHID's 64-byte reports between the authenticator and
 /// its clients: a loopback UDP socket (`CTAPHIDUDPCarrier`), or the
@@ -9,8 +10,9 @@ package protocol CTAPHIDCarrier: Sendable {
     /// Who sent a report, to answer: an address, or the one host.
     associatedtype Peer: Sendable
     /// The next report and its sender; nil when none came within
-    /// `timeoutMilliseconds` (or something that is no report came).
-    func receive(timeoutMilliseconds: Int32) -> (report: [UInt8], from: Peer)?
+    /// `timeoutMilliseconds`, when `wake` became readable (the server has
+    /// an answer to send), or when something that is no report came.
+    func receive(timeoutMilliseconds: Int32, wake: CInt) -> (report: [UInt8], from: Peer)?
     /// Sends one report (a client gone loses it, as over HID).
     func send(_ report: [UInt8], to peer: Peer)
 }
@@ -31,10 +33,20 @@ package final class CTAPHIDServer<Carrier: CTAPHIDCarrier>: Sendable {
     private let stopped = Atomic<Bool>(false)
     /// Answers of requests carried out: their generation and bytes.
     private let answers = Mutex<[(generation: Int, answer: [UInt8])]>([])
+    /// A pipe whose byte wakes the loop when an answer is ready (it would
+    /// otherwise wait for the next report or the poll's 20 ms).
+    private let wake: Mutex<DescriptorPair>
+    private let wakeRead: CInt
+    private let wakeWrite: CInt
 
-    package init(carrier: Carrier, authenticator: CTAP2Authenticator) {
+    package init(carrier: Carrier, authenticator: CTAP2Authenticator) throws(Errno) {
         self.carrier = carrier
         self.authenticator = authenticator
+        let pair = try OwnedDescriptor.pipe()
+        wakeRead = pair.read.rawValue
+        wakeWrite = pair.write.rawValue
+        _ = fcntl(wakeRead, F_SETFL, O_NONBLOCK)
+        wake = Mutex(pair)
     }
 
     /// Ends `run` within a poll interval.
@@ -57,7 +69,7 @@ package final class CTAPHIDServer<Carrier: CTAPHIDCarrier>: Sendable {
         var transaction: Transaction?
         var generation = 0
         while !stopped.load(ordering: .acquiring) {
-            let received = carrier.receive(timeoutMilliseconds: 20)
+            let received = carrier.receive(timeoutMilliseconds: 20, wake: wakeRead)
             let now = Self.now()
             var actions: [(CTAPHIDChannels.Action, Carrier.Peer?)] = []
             if let (report, from) = received {
@@ -77,6 +89,8 @@ package final class CTAPHIDServer<Carrier: CTAPHIDCarrier>: Sendable {
                     let task = Task { [self] in
                         let answer = await authenticator.handle(request)
                         answers.withLock { $0.append((mine, answer)) }
+                        var byte: UInt8 = 1
+                        _ = write(wakeWrite, &byte, 1)
                     }
                     transaction = Transaction(channel: message.channel, command: message.command, peer: from, generation: mine, task: task,
                                               awaitsUser: CTAP2Authenticator.awaitsUser(request), lastKeepalive: now)
@@ -88,6 +102,8 @@ package final class CTAPHIDServer<Carrier: CTAPHIDCarrier>: Sendable {
                     transaction = nil
                 }
             }
+            var drained = [UInt8](repeating: 0, count: 64)
+            while read(wakeRead, &drained, drained.count) > 0 {}
             let finished = answers.withLock { list -> [(generation: Int, answer: [UInt8])] in
                 defer { list.removeAll() }
                 return list

@@ -52,9 +52,9 @@ package final class CTAPHIDUDPCarrier: CTAPHIDCarrier {
     /// Closes the socket (after the server's `run` returned).
     package func close() { owner.withLock { $0 = nil } }
 
-    package func receive(timeoutMilliseconds: Int32) -> (report: [UInt8], from: sockaddr_in)? {
-        var poller = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, timeoutMilliseconds) > 0, poller.revents & Int16(POLLIN) != 0 else { return nil }
+    package func receive(timeoutMilliseconds: Int32, wake: CInt) -> (report: [UInt8], from: sockaddr_in)? {
+        var pollers = [pollfd(fd: socket, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+        guard poll(&pollers, 2, timeoutMilliseconds) > 0, pollers[0].revents & Int16(POLLIN) != 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: 2048)
         var from = sockaddr_in()
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)

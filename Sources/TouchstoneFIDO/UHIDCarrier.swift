@@ -47,9 +47,9 @@ package final class UHIDCarrier: CTAPHIDCarrier {
         owner.withLock { $0 = nil }
     }
 
-    package func receive(timeoutMilliseconds: Int32) -> (report: [UInt8], from: Void)? {
-        var poller = pollfd(fd: device, events: Int16(POLLIN), revents: 0)
-        guard poll(&poller, 1, timeoutMilliseconds) > 0, poller.revents & Int16(POLLIN) != 0 else { return nil }
+    package func receive(timeoutMilliseconds: Int32, wake: CInt) -> (report: [UInt8], from: Void)? {
+        var pollers = [pollfd(fd: device, events: Int16(POLLIN), revents: 0), pollfd(fd: wake, events: Int16(POLLIN), revents: 0)]
+        guard poll(&pollers, 2, timeoutMilliseconds) > 0, pollers[0].revents & Int16(POLLIN) != 0 else { return nil }
         var buffer = [UInt8](repeating: 0, count: UHIDEvent.size)
         let count = buffer.withUnsafeMutableBytes { read(device, $0.baseAddress, $0.count) }
         guard count > 0, let event = UHIDEvent.decode(Array(buffer[0..<count])) else { return nil }
