@@ -28,6 +28,19 @@ public struct FIDOCredentials: Sendable {
         _ = try await engine.call(Calls.DeleteFIDOCredential(id: id, passcode: passcode))
     }
 
+    /// Deletes the credential `id` of `relyingParty` after what its
+    /// signatures need (a touch, or the passcode where its access allows
+    /// one), asked through `interaction` (credential management, as an
+    /// authenticator offers it).
+    public func delete(id: [UInt8], relyingParty: String, reason: String, interaction: (any AuthenticationInteraction)?,
+                       touchTimeout: Duration = .seconds(30)) async throws(KeychainError) {
+        let call = Calls.DeleteFIDOCredentialByTouch(id: id, relyingParty: relyingParty, reason: reason, interactionNotAllowed: false,
+                                                     touchTimeout: touchTimeout)
+        _ = try await engine.operation { () async throws(KeychainError) in
+            try await engine.call(call, interaction: interaction)
+        }
+    }
+
     /// An assertion by the credential `id` (of `relyingParty`: another's
     /// is not found) over `clientDataHash` (the
     /// SHA-256 of what the client signs: WebAuthn's client data, ssh's

@@ -120,6 +120,40 @@ final class FIDOStore: FIDOAuthenticatorStore {
         }
     }
 
+    func verifyUser(reason: String) async throws(CTAP2.Status) {
+        Self.log(reason)
+        defer { Task { await device.close() } }
+        let context = device.makeContext()
+        context.interaction = interaction
+        context.touchTimeout = timeout
+        do {
+            try await context.evaluate(.deviceOwnerAuthentication, reason: reason)
+            Self.log("verified: \(reason)")
+        } catch {
+            throw Self.status(KeychainError(error), reason)
+        }
+    }
+
+    func allCredentials() async throws(CTAP2.Status) -> [FIDOCredentialInfo] {
+        do {
+            return try await device.fido.list()
+        } catch {
+            throw Self.status(error, "list the credentials")
+        }
+    }
+
+    func delete(_ credential: FIDOCredentialInfo, reason: String) async throws(CTAP2.Status) {
+        Self.log(reason)
+        defer { Task { await device.close() } }
+        do {
+            try await device.fido.delete(id: credential.id, relyingParty: credential.relyingParty, reason: reason,
+                                         interaction: interaction, touchTimeout: timeout)
+            Self.log("deleted \(credential.idText.prefix(8)) of \(credential.relyingParty)")
+        } catch {
+            throw Self.status(error, reason)
+        }
+    }
+
     /// Touchstone's failure as CTAP's status, logged.
     static func status(_ error: KeychainError, _ what: String) -> CTAP2.Status {
         log("\(what): \(error)")

@@ -39,6 +39,7 @@ package enum CTAP2 {
         case requestTooLarge = 0x39
         case upRequired = 0x3B
         case invalidSubcommand = 0x3E
+        case unauthorizedPermission = 0x40
         case other = 0x7F
     }
 }

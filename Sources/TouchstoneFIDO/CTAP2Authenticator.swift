@@ -11,6 +11,13 @@ package protocol FIDOAuthenticatorStore: Sendable {
     /// A registration: the new credential and its attestation, after the touch.
     func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
               reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential
+    /// Built-in user verification on its own (a finger, or the passcode):
+    /// what a token for credential management needs.
+    func verifyUser(reason: String) async throws(CTAP2.Status)
+    /// Every credential (credential management).
+    func allCredentials() async throws(CTAP2.Status) -> [FIDOCredentialInfo]
+    /// Deletes `credential` after what its signatures need.
+    func delete(_ credential: FIDOCredentialInfo, reason: String) async throws(CTAP2.Status)
     /// An assertion by `credential`, after the touch; with hmac-secret's
     /// salts and the shared secret that encrypts its outputs.
     func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
@@ -38,6 +45,26 @@ package actor CTAP2Authenticator {
     private let clock: @Sendable () -> Double
     /// PIN/UV auth protocol 2's key agreement key, made on first use.
     private var keyAgreement: PinUvAuthProtocolTwo.KeyAgreement?
+    /// The pinUvAuthToken given out last (one at a time, as CTAP 2.1 has it).
+    private var token: Token?
+    /// What remains of a credential management enumeration.
+    private var enumeration: [CBOR] = []
+
+    private struct Token {
+        let key: SecureBytes
+        let permissions: Int
+        let relyingParty: String?
+        let issued: Double
+    }
+
+    /// How long a token serves (CTAP 2.1 lets an authenticator choose).
+    package static let tokenLifetime: Double = 600
+    /// Token permissions: makeCredential, getAssertion, credential management.
+    package static let makeCredentialPermission = 0x01
+    package static let getAssertionPermission = 0x02
+    package static let credentialManagementPermission = 0x04
+    /// What credential management says remains: the vault sets no limit.
+    package static let remainingDiscoverable = 1000
 
     private struct PendingAssertions {
         var relyingParty: String
@@ -73,6 +100,7 @@ package actor CTAP2Authenticator {
             guard let command = CTAP2.Command(rawValue: first) else { throw .invalidCommand }
             let parameters = try Self.parameters(Array(request.dropFirst()))
             if command != .getNextAssertion { next = nil }
+            if command != .credentialManagement { enumeration = [] }
             let response: CBOR?
             switch command {
             case .getInfo: response = info()
@@ -80,8 +108,9 @@ package actor CTAP2Authenticator {
             case .getAssertion: response = try await getAssertion(parameters)
             case .getNextAssertion: response = try await getNextAssertion()
             case .selection: response = nil
-            case .clientPIN: response = try clientPIN(parameters)
-            case .reset, .credentialManagement: throw .invalidCommand
+            case .clientPIN: response = try await clientPIN(parameters)
+            case .credentialManagement: response = try await credentialManagement(parameters)
+            case .reset: throw .invalidCommand
             }
             return [CTAP2.Status.success.rawValue] + (response?.encoded() ?? [])
         } catch {
@@ -108,7 +137,7 @@ package actor CTAP2Authenticator {
             .init(.int(3), .bytes(AuthenticatorData.aaguid)),
             .init(.int(4), .map([
                 .init(.text("rk"), .bool(true)), .init(.text("up"), .bool(true)), .init(.text("uv"), .bool(true)),
-                .init(.text("plat"), .bool(false)),
+                .init(.text("plat"), .bool(false)), .init(.text("pinUvAuthToken"), .bool(true)), .init(.text("credMgmt"), .bool(true)),
             ])),
             .init(.int(5), .int(Self.maximumMessageSize)),
             // pinUvAuthProtocols: python-fido2's client wants one named even
@@ -143,7 +172,7 @@ package actor CTAP2Authenticator {
         guard es256 else { throw .unsupportedAlgorithm }
         let options = try Self.options(p[7])
         if options["up"] == false { throw .invalidOption }
-        try Self.refusePinUvAuth(p[8])
+        let tokenVerified = try verifyToken(p[8], p[9], clientDataHash, permission: Self.makeCredentialPermission, relyingParty: rpID)
         if p[10] != nil { throw .invalidParameter }
         var credProtect: UInt8 = 1
         var hmacSecret = false
@@ -166,7 +195,7 @@ package actor CTAP2Authenticator {
             let existing = try await store.credentials(relyingParty: rpID)
             if existing.contains(where: { ids.contains($0.id) }) { throw .credentialExcluded }
         }
-        let uv = options["uv"] ?? false
+        let uv = options["uv"] ?? false || tokenVerified
         let request = FIDOCredentialRequest(relyingParty: rpID, userID: userID, userName: userName, userDisplayName: displayName,
                                             discoverable: options["rk"] ?? false, verificationRequired: credProtect == 3,
                                             credProtect: credProtect, access: access, hmacSecret: hmacSecret)
@@ -189,11 +218,11 @@ package actor CTAP2Authenticator {
         let clientDataHash = try Self.clientDataHash(p[2])
         let options = try Self.options(p[5])
         if options["rk"] != nil { throw .unsupportedOption }
-        try Self.refusePinUvAuth(p[6])
+        let tokenVerified = try verifyToken(p[6], p[7], clientDataHash, permission: Self.getAssertionPermission, relyingParty: rpID)
         if let extensions = p[4], extensions.mapValue == nil { throw .cborUnexpectedType }
         let up = options["up"] ?? true
         let hmacSecret = up ? try hmacSecretInput(p[4]?["hmac-secret"]) : nil
-        let uv = options["uv"] ?? false
+        let uv = options["uv"] ?? false || tokenVerified
         let stored = try await store.credentials(relyingParty: rpID)
         var candidates: [FIDOCredentialInfo]
         let listed = p[3] != nil
@@ -262,17 +291,122 @@ package actor CTAP2Authenticator {
 
     // MARK: - clientPIN, hmac-secret
 
-    /// clientPIN: getKeyAgreement (protocol 2) only; this authenticator
-    /// has no PIN (user verification is its own), so the PIN's
-    /// subcommands are PIN_NOT_SET and any other INVALID_SUBCOMMAND.
-    private func clientPIN(_ p: CBOR) throws(CTAP2.Status) -> CBOR {
+    /// clientPIN, protocol 2: getKeyAgreement, and
+    /// getPinUvAuthTokenUsingUvWithPermissions. This authenticator has no
+    /// PIN (user verification is its own), so the PIN's subcommands are
+    /// PIN_NOT_SET and any other INVALID_SUBCOMMAND.
+    private func clientPIN(_ p: CBOR) async throws(CTAP2.Status) -> CBOR {
         guard let protocolValue = p[1], let subcommandValue = p[2] else { throw .missingParameter }
         guard let version = protocolValue.intValue, let subcommand = subcommandValue.intValue else { throw .cborUnexpectedType }
         guard version == PinUvAuthProtocolTwo.version else { throw .invalidParameter }
         switch subcommand {
         case 0x02: return .map([.init(.int(1), try agreement().coseKey)])
-        case 0x01, 0x03, 0x04, 0x05, 0x06, 0x09: throw .pinNotSet
+        case 0x06: return try await uvToken(p)
+        case 0x01, 0x03, 0x04, 0x05, 0x09: throw .pinNotSet
         default: throw .invalidSubcommand
+        }
+    }
+
+    /// getPinUvAuthTokenUsingUvWithPermissions: a new token (the last one
+    /// given out no longer serves) for makeCredential, getAssertion and
+    /// credential management. A token for credential management needs the
+    /// finger (or the passcode) now; one for makeCredential and
+    /// getAssertion alone does not, since each of those asks for its own
+    /// touch and verification in the operation that signs (the flags it
+    /// signs never come from the token).
+    private func uvToken(_ p: CBOR) async throws(CTAP2.Status) -> CBOR {
+        guard let platform = p[3], let permissionsValue = p[9] else { throw .missingParameter }
+        guard let permissions = permissionsValue.intValue else { throw .cborUnexpectedType }
+        guard permissions > 0 else { throw .invalidParameter }
+        let offered = Self.makeCredentialPermission | Self.getAssertionPermission | Self.credentialManagementPermission
+        guard permissions & ~offered == 0 else { throw .unauthorizedPermission }
+        let relyingParty = try Self.text(p[10])
+        if permissions & (Self.makeCredentialPermission | Self.getAssertionPermission) != 0, relyingParty == nil { throw .missingParameter }
+        let shared = try agreement().sharedSecret(platform: platform)
+        token = nil
+        if permissions & Self.credentialManagementPermission != 0 {
+            try await store.verifyUser(reason: "manage the passkeys kept by Touchstone")
+        }
+        var bytes = [UInt8](repeating: 0, count: 32)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        defer { secureWipe(&bytes) }
+        token = Token(key: SecureBytes(copying: bytes), permissions: permissions, relyingParty: relyingParty, issued: clock())
+        return .map([.init(.int(2), .bytes(try PinUvAuthProtocolTwo.encrypt(shared, bytes)))])
+    }
+
+    /// Whether a request's pinUvAuthParam (over `message`) is the token's,
+    /// with `permission`, for `relyingParty`: true when it is, false with
+    /// none; PIN_AUTH_INVALID when it is not. An empty one (a client
+    /// asking to be touched first) is PIN_NOT_SET.
+    private func verifyToken(_ param: CBOR?, _ version: CBOR?, _ message: [UInt8], permission: Int,
+                             relyingParty: String?) throws(CTAP2.Status) -> Bool {
+        guard let param else { return false }
+        guard let tag = param.bytesValue else { throw .cborUnexpectedType }
+        if tag.isEmpty { throw .pinNotSet }
+        guard let version else { throw .missingParameter }
+        guard version.intValue == PinUvAuthProtocolTwo.version else { throw .invalidParameter }
+        guard let token, clock() - token.issued < Self.tokenLifetime, token.permissions & permission != 0,
+              token.relyingParty == nil || relyingParty == nil || token.relyingParty == relyingParty,
+              PinUvAuthProtocolTwo.verify(token.key, message, tag: tag, wholeKey: true) else { throw .pinAuthInvalid }
+        return true
+    }
+
+    // MARK: - credentialManagement
+
+    /// credentialManagement (CTAP 2.1, 6.8): metadata, the relying parties
+    /// and their discoverable credentials enumerated, a credential deleted
+    /// (after what its signatures need); each first request with a token
+    /// for credential management.
+    private func credentialManagement(_ p: CBOR) async throws(CTAP2.Status) -> CBOR? {
+        guard let subcommandValue = p[1] else { throw .missingParameter }
+        guard let subcommand = subcommandValue.intValue else { throw .cborUnexpectedType }
+        let parameters = p[2]
+        if let parameters, parameters.mapValue == nil { throw .cborUnexpectedType }
+        switch subcommand {
+        case 0x03, 0x05:
+            guard !enumeration.isEmpty else { throw .notAllowed }
+            return enumeration.removeFirst()
+        case 0x01, 0x02, 0x04, 0x06:
+            guard let param = p[4] else { throw .missingParameter }
+            let message = [UInt8(subcommand)] + (parameters?.encoded() ?? [])
+            _ = try verifyToken(param, p[3], message, permission: Self.credentialManagementPermission, relyingParty: nil)
+        default:
+            throw .invalidSubcommand
+        }
+        let all = try await store.allCredentials()
+        let discoverable = all.filter { $0.discoverable && $0.state == .ok }
+        switch subcommand {
+        case 0x01:
+            return .map([.init(.int(1), .int(discoverable.count)), .init(.int(2), .int(Self.remainingDiscoverable))])
+        case 0x02:
+            var parties: [String] = []
+            for credential in discoverable where !parties.contains(credential.relyingParty) { parties.append(credential.relyingParty) }
+            guard !parties.isEmpty else { throw .noCredentials }
+            let answers = parties.map { party -> [CBOR.Entry] in
+                [.init(.int(3), .map([.init(.text("id"), .text(party))])), .init(.int(4), .bytes(Self.sha256(Array(party.utf8))))]
+            }
+            enumeration = answers.dropFirst().map { .map($0) }
+            return .map(answers[0] + [.init(.int(5), .int(parties.count))])
+        case 0x04:
+            guard let hash = parameters?[1] else { throw .missingParameter }
+            guard let rpIDHash = hash.bytesValue else { throw .cborUnexpectedType }
+            let answers = discoverable.filter { Self.sha256(Array($0.relyingParty.utf8)) == rpIDHash }.compactMap { credential -> [CBOR.Entry]? in
+                guard let key = AuthenticatorData.coseKey(publicPoint: credential.publicPoint) else { return nil }
+                var user: [CBOR.Entry] = [.init(.text("id"), .bytes(credential.userID))]
+                if !credential.userName.isEmpty { user.append(.init(.text("name"), .text(credential.userName))) }
+                if !credential.userDisplayName.isEmpty { user.append(.init(.text("displayName"), .text(credential.userDisplayName))) }
+                return [.init(.int(6), .map(user)), .init(.int(7), Self.descriptor(credential)), .init(.int(8), key),
+                        .init(.int(10), .int(Int(credential.credProtect)))]
+            }
+            guard let first = answers.first else { throw .noCredentials }
+            enumeration = answers.dropFirst().map { .map($0) }
+            return .map(first + [.init(.int(9), .int(answers.count))])
+        default:
+            guard let descriptor = parameters?[2] else { throw .missingParameter }
+            guard let id = try Self.credentialIDs(.array([descriptor])).first else { throw .invalidParameter }
+            guard let credential = all.first(where: { $0.id == id }) else { throw .noCredentials }
+            try await store.delete(credential, reason: "delete the passkey for \(credential.relyingParty)")
+            return nil
         }
     }
 
@@ -339,13 +473,6 @@ package actor CTAP2Authenticator {
             if type == "public-key" { ids.append(id) }
         }
         return ids
-    }
-
-    /// This authenticator has no client PIN: user verification is its own.
-    private static func refusePinUvAuth(_ value: CBOR?) throws(CTAP2.Status) {
-        guard let value else { return }
-        guard let bytes = value.bytesValue else { throw .cborUnexpectedType }
-        throw bytes.isEmpty ? .pinNotSet : .unsupportedOption
     }
 
     private static func sha256(_ bytes: [UInt8]) -> [UInt8] { AuthenticatorData.sha256(bytes) }

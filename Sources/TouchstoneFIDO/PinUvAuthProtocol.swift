@@ -137,19 +137,22 @@ package enum PinUvAuthProtocolTwo {
     }
 
     /// authenticate(key, message): HMAC-SHA-256 (all 32 bytes) under the
-    /// shared secret's HMAC key (its first half), or a whole 32-byte key.
-    package static func authenticate(_ shared: SecureBytes, _ message: [UInt8]) -> [UInt8] {
+    /// shared secret's HMAC key (its first 32 bytes), or a token (a whole
+    /// 32-byte key: the same first 32 bytes).
+    package static func authenticate(_ key: SecureBytes, _ message: [UInt8]) -> [UInt8] {
         var out = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 32
-        shared.withUnsafeBytes { key in
-            _ = HMAC(EVP_sha256(), key.baseAddress, 32, message, message.count, &out, &length)
+        key.withUnsafeBytes { bytes in
+            _ = HMAC(EVP_sha256(), bytes.baseAddress, 32, message, message.count, &out, &length)
         }
         return out
     }
 
-    /// Whether `tag` is `authenticate(shared, message)` (in constant time).
-    package static func verify(_ shared: SecureBytes, _ message: [UInt8], tag: [UInt8]) -> Bool {
-        let expected = authenticate(shared, message)
+    /// Whether `tag` is `authenticate(key, message)` (in constant time);
+    /// `wholeKey`: `key` is a token, not a shared secret.
+    package static func verify(_ key: SecureBytes, _ message: [UInt8], tag: [UInt8], wholeKey: Bool = false) -> Bool {
+        guard key.count >= 32, !wholeKey || key.count == 32 else { return false }
+        let expected = authenticate(key, message)
         guard tag.count == expected.count else { return false }
         return CRYPTO_memcmp(expected, tag, expected.count) == 0
     }

@@ -122,6 +122,16 @@ extension Vault {
         }
     }
 
+    /// Deletes the credential of `relyingParty` once `proof` shows what its
+    /// signatures need (one of its open ways).
+    package func deleteFIDOCredential(id: [UInt8], relyingParty: String, proof: VaultProof) throws(VaultError) {
+        try requireWritable()
+        let (row, info) = try loadFIDO(id, relyingParty: relyingParty)
+        let open = try signingKeyOpenAccess(row.signingKey(info.idText), access: info.access, publicPoint: info.publicPoint)
+        guard open.alternatives.contains(where: { Self.proves(proof, $0) }) else { throw VaultError.authenticationRequired }
+        try deleteFIDOCredential(id: id)
+    }
+
     /// Deletes the credential (the caller checked what deleting asks); its
     /// TPM blob goes with the row (`secure_delete`: zeroed in the file).
     package func deleteFIDOCredential(id: [UInt8]) throws(VaultError) {

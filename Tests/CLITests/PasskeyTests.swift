@@ -9,7 +9,7 @@ import TestRigs
 /// Touches come from the simulated reader when the authenticator asks.
 @Suite("Passkeys: fido serve over UDP, python-fido2 as the browser, py_webauthn as the website")
 struct PasskeyTests {
-    @Test("register and sign in with the owner's touch (UV set, packed self attestation verified, the counter rising), discoverable sign-in, PRF (hmac-secret) stable per salt, a stranger's touch gives no assertion, the excludeList refuses a second registration, CTAPHID garbage is answered with errors and the next client is served", arguments: SecurityKeyRig.Engine.allCases)
+    @Test("register and sign in with the owner's touch (UV set, packed self attestation verified, the counter rising), discoverable sign-in, PRF (hmac-secret) stable per salt, a stranger's touch gives no assertion, credential management lists and deletes (not for a stranger), the excludeList refuses a second registration, CTAPHID garbage is answered with errors and the next client is served", arguments: SecurityKeyRig.Engine.allCases)
     func registerAndSignIn(_ engine: SecurityKeyRig.Engine) async throws {
         try await blockingTest {
             let rig = try SecurityKeyRig(engine)
@@ -48,10 +48,28 @@ struct PasskeyTests {
             let stranger = passkeys.scenario(["authenticate", "--user", "alice", "--uv", "required"], touching: SecurityKeyRig.stranger)
             #expect(stranger["ok"] as? Bool == false && stranger["ctapError"] as? String == "OPERATION_DENIED", "\(stranger)")
 
+            // Credential management, as a platform's settings page: the
+            // token's verification, then a deletion's own touch; a
+            // stranger's touch gets neither.
+            let refusedList = passkeys.scenario(["credman"], touching: SecurityKeyRig.stranger)
+            #expect(refusedList["ok"] as? Bool == false && refusedList["ctapError"] as? String == "OPERATION_DENIED", "\(refusedList)")
+            let listedByCTAP = passkeys.scenario(["credman"], touching: SecurityKeyRig.owner)
+            let parties = (listedByCTAP["before"] as? [String: Any])?["parties"] as? [[String: Any]] ?? []
+            let listedIDs = parties.flatMap { ($0["credentials"] as? [[String: Any]] ?? []).compactMap { $0["credentialId"] as? String } }
+            #expect(listedIDs == [id] && parties.first?["rp"] as? String == "touchstone.test", "\(listedByCTAP)")
+
             let excluded = passkeys.scenario(["register", "--user", "alice", "--exclude"], touching: nil)
             #expect(excluded["ok"] as? Bool == false && excluded["ctapError"] as? String == "CREDENTIAL_EXCLUDED", "\(excluded)")
             #expect(rig.touchstone(["fido", "list", "--json"]).stdoutText.components(separatedBy: "touchstone.test").count == 2,
                     "the refused registration left a credential")
+
+            let second = passkeys.scenario(["register", "--user", "bob", "--resident", "--uv", "required"], touching: SecurityKeyRig.owner)
+            let bobs = try #require(second["credentialId"] as? String, "\(second)")
+            let deleted = passkeys.scenario(["credman", "--delete", bobs], touching: SecurityKeyRig.owner, touches: 2)
+            let remaining = ((deleted["after"] as? [String: Any])?["parties"] as? [[String: Any]] ?? [])
+                .flatMap { ($0["credentials"] as? [[String: Any]] ?? []).compactMap { $0["credentialId"] as? String } }
+            #expect(deleted["ok"] as? Bool == true && remaining == [id], "\(deleted)")
+            #expect(!rig.touchstone(["fido", "list"]).stdoutText.contains(bobs))
 
             // CTAPHID abuse, as a hostile client sends it: each answered with
             // CTAPHID_ERROR on its channel, and the browser is served after.
@@ -183,7 +201,7 @@ struct PasskeyTests {
             environment["TOUCHSTONE_CLI"] = CLIProcess.binary
             let run = try CLIProcess.start(["-m", "pytest", "-p", "device_suite_plugin", "-p", "no:cacheprovider", "-q",
                                             "--rootdir", suite, "--touchstone-port", "\(passkeys.port)", "--touchstone-touch", SecurityKeyRig.owner,
-                                            "--touchstone-accept-uv", "--touchstone-no-reset", suite + "/tests/device"],
+                                            "--touchstone-accept-uv", "--touchstone-no-reset", "--touchstone-hide-credman", suite + "/tests/device"],
                                            environment: environment, scratch: rig.scratch, program: PasskeyRig.venvPython).wait(timeout: 900)
             let summary = run.stdoutText.split(separator: "\n").last.map(String.init) ?? ""
             let passed = summary.split(separator: " ").first.flatMap { Int($0) } ?? 0
@@ -238,8 +256,8 @@ final class PasskeyRig {
     /// One scenario of the client; its verdict (the last line's JSON).
     /// With `touching`, the reader is touched by that finger once the
     /// authenticator asks for a touch.
-    func scenario(_ arguments: [String], touching finger: String?) -> [String: Any] {
-        let asked = server.stderrSoFar.components(separatedBy: "touch the reader (").count
+    func scenario(_ arguments: [String], touching finger: String?, touches: Int = 1) -> [String: Any] {
+        var asked = server.stderrSoFar.components(separatedBy: "touch the reader (").count
         let started: RunningCLI
         do {
             started = try CLIProcess.start([Self.client, "--port", "\(port)", "--state", state] + arguments,
@@ -248,12 +266,15 @@ final class PasskeyRig {
             return ["harness": "\(error)"]
         }
         if let finger {
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline, started.poll() == nil,
-                  server.stderrSoFar.components(separatedBy: "touch the reader (").count <= asked {
-                usleep(20_000)
+            for _ in 0..<touches {
+                let deadline = Date().addingTimeInterval(60)
+                while Date() < deadline, started.poll() == nil,
+                      server.stderrSoFar.components(separatedBy: "touch the reader (").count <= asked {
+                    usleep(20_000)
+                }
+                asked += 1
+                if started.poll() == nil { rig.touch(finger) }
             }
-            if started.poll() == nil { rig.touch(finger) }
         }
         let result = started.wait()
         guard result.code == 0, let line = result.stdoutText.split(separator: "\n").last,

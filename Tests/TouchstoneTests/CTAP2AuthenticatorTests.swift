@@ -43,6 +43,19 @@ struct CTAP2AuthenticatorTests {
             return FIDOMadeCredential(credential: info, attestation: FIDOAssertion(authenticatorData: data, signature: SSHSignature(r: [1], s: [2])))
         }
 
+        func verifyUser(reason: String) async throws(CTAP2.Status) {
+            calls.withLock { $0.append("verify") }
+            if refuse.load(ordering: .relaxed) { throw .operationDenied }
+        }
+
+        func allCredentials() async throws(CTAP2.Status) -> [FIDOCredentialInfo] { credentials.withLock { $0 } }
+
+        func delete(_ credential: FIDOCredentialInfo, reason: String) async throws(CTAP2.Status) {
+            calls.withLock { $0.append("delete \(credential.id[0])") }
+            if refuse.load(ordering: .relaxed) { throw .operationDenied }
+            credentials.withLock { $0.removeAll { $0.id == credential.id } }
+        }
+
         func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
                     hmacSecret: (salts: [UInt8], shared: SecureBytes)?, reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
             calls.withLock { $0.append("assert \(credential.id[0]) uv=\(userVerification)") }
@@ -83,7 +96,7 @@ struct CTAP2AuthenticatorTests {
         return (status, bytes.count > 1 ? try CBOR.decode(Array(bytes.dropFirst())) : nil)
     }
 
-    @Test("getInfo: versions, the AAGUID, rk/up/uv built in and no clientPin, ES256 only, credProtect and hmac-secret")
+    @Test("getInfo: versions, the AAGUID, rk/up/uv built in, tokens and credMgmt but no clientPin, ES256 only, credProtect and hmac-secret")
     func info() async throws {
         let authenticator = CTAP2Authenticator(store: RecordingStore())
         let (status, body) = try Self.answer(await authenticator.handle([0x04]))
@@ -92,7 +105,8 @@ struct CTAP2AuthenticatorTests {
         #expect(info[1] == .array([.text("FIDO_2_0"), .text("FIDO_2_1")]))
         #expect(info[2] == .array([.text("credProtect"), .text("hmac-secret")]))
         #expect(info[3] == .bytes(AuthenticatorData.aaguid))
-        #expect(info[4]?["uv"] == .bool(true) && info[4]?["rk"] == .bool(true) && info[4]?["clientPin"] == nil && info[4]?["pinUvAuthToken"] == nil)
+        #expect(info[4]?["uv"] == .bool(true) && info[4]?["rk"] == .bool(true) && info[4]?["clientPin"] == nil)
+        #expect(info[4]?["pinUvAuthToken"] == .bool(true) && info[4]?["credMgmt"] == .bool(true))
         #expect(info[10] == Self.es256)
     }
 
@@ -115,7 +129,7 @@ struct CTAP2AuthenticatorTests {
         #expect(store.calls.withLock { $0 } == ["make example.org uv=true rk=true cp=2"])
     }
 
-    @Test("makeCredential refuses before the store is asked: no ES256 (UNSUPPORTED_ALGORITHM), up false (INVALID_OPTION), a missing or mistyped parameter, a pinUvAuthParam, enterprise attestation, CBOR garbage; an excluded credential (CREDENTIAL_EXCLUDED) makes nothing")
+    @Test("makeCredential refuses before the store is asked: no ES256 (UNSUPPORTED_ALGORITHM), up false (INVALID_OPTION), a missing or mistyped parameter, a pinUvAuthParam without a token, enterprise attestation, CBOR garbage; an excluded credential (CREDENTIAL_EXCLUDED) makes nothing")
     func makeCredentialRefusals() async throws {
         let store = RecordingStore()
         let authenticator = CTAP2Authenticator(store: store)
@@ -124,7 +138,9 @@ struct CTAP2AuthenticatorTests {
             (Self.makeCredential(algorithms: rs256), .unsupportedAlgorithm),
             (Self.makeCredential(options: [.init(.text("up"), .bool(false))]), .invalidOption),
             (Self.makeCredential(extra: [.init(.int(8), .bytes([]))]), .pinNotSet),
-            (Self.makeCredential(extra: [.init(.int(8), .bytes([1, 2, 3]))]), .unsupportedOption),
+            (Self.makeCredential(extra: [.init(.int(8), .bytes([1, 2, 3]))]), .missingParameter),
+            (Self.makeCredential(extra: [.init(.int(8), .bytes([1, 2, 3])), .init(.int(9), .int(1))]), .invalidParameter),
+            (Self.makeCredential(extra: [.init(.int(8), .bytes([1, 2, 3])), .init(.int(9), .int(2))]), .pinAuthInvalid),
             (Self.makeCredential(extra: [.init(.int(10), .int(1))]), .invalidParameter),
             ([0x01] + CBOR.map([.init(.int(1), Self.hash)]).encoded(), .missingParameter),
             ([0x01] + CBOR.map([.init(.int(1), .text("not bytes")), .init(.int(2), .map([]))]).encoded(), .cborUnexpectedType),
@@ -229,6 +245,83 @@ struct CTAP2AuthenticatorTests {
         #expect(store.salts.withLock { $0 } == [salts], "the salts, decrypted, and nothing for the probe")
         let outputs = try PinUvAuthProtocolTwo.decrypt(shared, PinUvAuthProtocolTwo.encrypt(shared, salts))
         #expect(outputs == salts, "encrypt and decrypt are inverses")
+    }
+
+    /// A token through getPinUvAuthTokenUsingUvWithPermissions, as a platform gets it.
+    static func token(_ authenticator: CTAP2Authenticator, permissions: Int, rp: String? = nil) async throws -> (CTAP2.Status, SecureBytes?) {
+        let (_, key) = try answer(await authenticator.handle([0x06] + CBOR.map([.init(.int(1), .int(2)), .init(.int(2), .int(2))]).encoded()))
+        let platform = try PinUvAuthProtocolTwo.KeyAgreement()
+        let shared = try platform.sharedSecret(platform: try #require(key?[1]))
+        var entries: [CBOR.Entry] = [.init(.int(1), .int(2)), .init(.int(2), .int(6)), .init(.int(3), platform.coseKey), .init(.int(9), .int(permissions))]
+        if let rp { entries.append(.init(.int(10), .text(rp))) }
+        let (status, body) = try answer(await authenticator.handle([0x06] + CBOR.map(entries).encoded()))
+        guard status == 0, let sealed = body?[2]?.bytesValue else { return (CTAP2.Status(rawValue: status) ?? .other, nil) }
+        return (.success, SecureBytes(copying: try PinUvAuthProtocolTwo.decrypt(shared, sealed)))
+    }
+
+    @Test("tokens: one for makeCredential and getAssertion asks nothing of the store (each ceremony asks its own touch), and its pinUvAuthParam makes the request a verified one; a wrong one is PIN_AUTH_INVALID with the store not asked; a token for credential management needs the user verified; permissions not offered are UNAUTHORIZED_PERMISSION")
+    func tokens() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        let (status, token) = try await Self.token(authenticator, permissions: 0x03, rp: "example.org")
+        #expect(status == .success && token?.count == 32)
+        #expect(store.calls.withLock { $0 }.isEmpty)
+        let key = try #require(token)
+        let param = PinUvAuthProtocolTwo.authenticate(key, Self.hash.bytesValue!)
+        let wrong = Self.makeCredential(extra: [.init(.int(8), .bytes(param.map { $0 ^ 0x80 })), .init(.int(9), .int(2))])
+        #expect(await authenticator.handle(wrong) == [CTAP2.Status.pinAuthInvalid.rawValue])
+        #expect(store.calls.withLock { $0 }.isEmpty)
+        let other = Self.makeCredential(rp: "other.org", extra: [.init(.int(8), .bytes(param)), .init(.int(9), .int(2))])
+        #expect(await authenticator.handle(other) == [CTAP2.Status.pinAuthInvalid.rawValue], "a token bound to example.org")
+        let right = Self.makeCredential(extra: [.init(.int(8), .bytes(param)), .init(.int(9), .int(2))])
+        #expect(try Self.answer(await authenticator.handle(right)).0 == 0)
+        #expect(store.calls.withLock { $0 } == ["make example.org uv=true rk=false cp=1"])
+
+        #expect(try await Self.token(authenticator, permissions: 0x08).0 == .unauthorizedPermission)
+        #expect(try await Self.token(authenticator, permissions: 0x04).0 == .success)
+        #expect(store.calls.withLock { $0 }.last == "verify")
+        store.refuse.store(true, ordering: .relaxed)
+        #expect(try await Self.token(authenticator, permissions: 0x04).0 == .operationDenied, "no token without the user verified")
+        #expect(await authenticator.handle(right) == [CTAP2.Status.pinAuthInvalid.rawValue], "asking for a new token ended the old one")
+    }
+
+    @Test("credentialManagement with a token: metadata, relying parties and their discoverable credentials one by one, a deletion through the store; without a token nothing, a wrong one PIN_AUTH_INVALID")
+    func credentialManagement() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        let rk = CBOR.Entry(.text("rk"), .bool(true))
+        _ = await authenticator.handle(Self.makeCredential(user: "alice", options: [rk]))
+        _ = await authenticator.handle(Self.makeCredential(rp: "other.org", user: "bob", options: [rk]))
+        _ = await authenticator.handle(Self.makeCredential(user: "carol"))
+        func request(_ subcommand: Int, _ parameters: CBOR?, token: SecureBytes?) -> [UInt8] {
+            var entries: [CBOR.Entry] = [.init(.int(1), .int(subcommand))]
+            if let parameters { entries.append(.init(.int(2), parameters)) }
+            if let token {
+                entries.append(.init(.int(3), .int(2)))
+                entries.append(.init(.int(4), .bytes(PinUvAuthProtocolTwo.authenticate(token, [UInt8(subcommand)] + (parameters?.encoded() ?? [])))))
+            }
+            return [0x0A] + CBOR.map(entries).encoded()
+        }
+        #expect(await authenticator.handle(request(1, nil, token: nil)) == [CTAP2.Status.missingParameter.rawValue])
+        let key = try #require(try await Self.token(authenticator, permissions: 0x04).1)
+        #expect(await authenticator.handle(request(1, nil, token: SecureBytes(copying: [UInt8](repeating: 1, count: 32))))
+                == [CTAP2.Status.pinAuthInvalid.rawValue])
+        let (_, metadata) = try Self.answer(await authenticator.handle(request(1, nil, token: key)))
+        #expect(metadata?[1] == .int(2), "two discoverable credentials")
+        let (_, firstRP) = try Self.answer(await authenticator.handle(request(2, nil, token: key)))
+        #expect(firstRP?[3]?["id"] == .text("example.org") && firstRP?[5] == .int(2))
+        let (_, secondRP) = try Self.answer(await authenticator.handle([0x0A] + CBOR.map([.init(.int(1), .int(3))]).encoded()))
+        #expect(secondRP?[3]?["id"] == .text("other.org") && secondRP?[4] == .bytes(AuthenticatorData.sha256(Array("other.org".utf8))))
+        #expect(await authenticator.handle([0x0A] + CBOR.map([.init(.int(1), .int(3))]).encoded()) == [CTAP2.Status.notAllowed.rawValue])
+        let hash = CBOR.map([.init(.int(1), .bytes(AuthenticatorData.sha256(Array("example.org".utf8))))])
+        let (_, credential) = try Self.answer(await authenticator.handle(request(4, hash, token: key)))
+        #expect(credential?[6]?["name"] == .text("alice") && credential?[9] == .int(1) && credential?[8]?[3] == .int(-7))
+        let id = try #require(credential?[7]?["id"]?.bytesValue)
+        let descriptor = CBOR.map([.init(.int(2), .map([.init(.text("id"), .bytes(id)), .init(.text("type"), .text("public-key"))]))])
+        #expect(try Self.answer(await authenticator.handle(request(6, descriptor, token: key))).0 == 0)
+        #expect(store.calls.withLock { $0 }.last == "delete \(id[0])")
+        #expect(!store.credentials.withLock { $0 }.contains { $0.id == id })
+        #expect(await authenticator.handle(request(6, descriptor, token: key)) == [CTAP2.Status.noCredentials.rawValue])
     }
 
     @Test("the store's refusal is the answer (a stranger's touch: OPERATION_DENIED), and the next request is served")

@@ -39,6 +39,16 @@ extension InProcessEngine {
         if missing { throw .itemNotFound }
     }
 
+    /// Deletes the credential after what its signatures need, asked here.
+    package func deleteFIDOCredential(id: [UInt8], relyingParty: String, reason: String,
+                                      settings: ContextSettings) async throws(KeychainError) {
+        try await keychain { () async throws(BackendFailure) in
+            let open = try vaultCall(vault.fidoOpenAccess(id: id, relyingParty: relyingParty))
+            let proof = try await proof(for: open, reason: reason, settings)
+            try vaultCall(vault.deleteFIDOCredential(id: id, relyingParty: relyingParty, proof: proof))
+        }
+    }
+
     /// An assertion by the credential `id`: the touch (or the passcode)
     /// its open ways ask, then the vault's counter and the TPM's signature.
     package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil,

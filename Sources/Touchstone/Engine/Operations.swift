@@ -17,7 +17,7 @@ package enum EngineOperations {
         Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self, Calls.SSHKeyOpenAccess.self,
         Calls.SignSSH.self,
         Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
-        Calls.MakeFIDOCredential.self,
+        Calls.MakeFIDOCredential.self, Calls.DeleteFIDOCredentialByTouch.self,
     ]
 
     /// The operations by name.
@@ -358,6 +358,18 @@ extension Calls.DeleteFIDOCredential: EngineOperation {
     package func run(on engine: isolated InProcessEngine,
                      interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> Done {
         try await engine.deleteFIDOCredential(id: id, passcode: passcode.bytes)
+        return Done()
+    }
+}
+
+extension Calls.DeleteFIDOCredentialByTouch: EngineOperation {
+    package static var releasesReader: Bool { true }
+
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> Done {
+        let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
+                                       touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
+        try await engine.deleteFIDOCredential(id: id, relyingParty: relyingParty, reason: reasonText, settings: settings)
         return Done()
     }
 }

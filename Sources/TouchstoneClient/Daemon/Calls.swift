@@ -544,6 +544,31 @@ extension Calls {
         }
     }
 
+    /// Deletes a credential after what its signatures need (a touch, or
+    /// the passcode where its access allows one), asked in this operation:
+    /// credential management through the authenticator.
+    package struct DeleteFIDOCredentialByTouch: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "fido-delete-touch"
+        package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
+        package var target: String? { "FIDO credential \(FIDOCredentialInfo.base64url(id).prefix(8))" }
+        package var id: [UInt8]
+        package var relyingParty: String
+        package var reasonText: String
+        package var interactionNotAllowed: Bool
+        package var touchTimeoutMilliseconds: Int
+        package var reason: String? { reasonText }
+
+        package init(id: [UInt8], relyingParty: String, reason: String, interactionNotAllowed: Bool, touchTimeout: Duration) {
+            self.id = id
+            self.relyingParty = relyingParty
+            reasonText = reason
+            self.interactionNotAllowed = interactionNotAllowed
+            touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+        }
+    }
+
     /// An assertion: the engine asks for the touch (and the verification)
     /// itself, in this one operation, so that the flags it signs say what
     /// happened for this signature and never come from a grant.

@@ -36,6 +36,12 @@ always has user verification of its own (a finger or the passcode), so:
   * --touchstone-accept-uv hides `uv: true` from that one check (the
     DeviceManager's constructor) and from nothing else; clientPin stays
     refused, since the suite would then not know the PIN;
+  * --touchstone-hide-credman hides credential management (getInfo's
+    credMgmt) from the suite: its credential management tests, and its
+    fixtures that clean up through credential management, get their tokens
+    with a PIN (getPinToken), which an authenticator verifying users
+    itself has not; Touchstone's tests drive credential management through
+    built-in UV instead (webauthn_client.py credman);
   * --touchstone-no-reset tells the suite it cannot reset this
     authenticator (as it does itself for a transport not in
     transportsForReset): the tests that need a reset are skipped, and none
@@ -164,6 +170,7 @@ _touches: TouchQueue | None = None
 _replug: str | None = None
 _accept_uv = False
 _no_reset = False
+_hide_credman = False
 
 
 def pytest_addoption(parser):
@@ -185,6 +192,8 @@ def pytest_addoption(parser):
                     "of output is the new port")
     group.addoption("--touchstone-accept-uv", action="store_true",
                     help="let the suite run although getInfo says uv: true (see above)")
+    group.addoption("--touchstone-hide-credman", action="store_true",
+                    help="the suite sees no credential management (it would want a PIN for it)")
     group.addoption("--touchstone-no-reset", action="store_true",
                     help="never factory-reset: skip the tests that need it")
     group.addoption("--touchstone-io-timeout", type=float, default=DEFAULT_TIMEOUT,
@@ -192,7 +201,7 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
-    global _touches, _replug, _accept_uv, _no_reset
+    global _touches, _replug, _accept_uv, _no_reset, _hide_credman
     port = config.getoption("touchstone_port")
     if port is None or not 0 < port < 65536:
         raise pytest.UsageError("device_suite_plugin needs --touchstone-port PORT")
@@ -201,6 +210,11 @@ def pytest_configure(config):
     _replug = config.getoption("touchstone_replug")
     _accept_uv = config.getoption("touchstone_accept_uv")
     _no_reset = config.getoption("touchstone_no_reset")
+    _hide_credman = config.getoption("touchstone_hide_credman")
+    if _hide_credman:
+        from fido2.ctap2.credman import CredentialManagement
+
+        CredentialManagement.is_supported = staticmethod(lambda info: False)
     finger = config.getoption("touchstone_touch")
     if finger:
         cli = os.environ.get("TOUCHSTONE_CLI")
@@ -214,7 +228,8 @@ def pytest_report_header(config):
     return (f"touchstone: authenticator at udp:{_Target.host}:{_Target.port}; touches: "
             + (f"`sim touch {finger}`" if finger else "none")
             + ("; uv accepted" if config.getoption("touchstone_accept_uv") else "")
-            + ("; no reset" if config.getoption("touchstone_no_reset") else ""))
+            + ("; no reset" if config.getoption("touchstone_no_reset") else "")
+            + ("; credential management hidden" if config.getoption("touchstone_hide_credman") else ""))
 
 
 def _suite_conftest():

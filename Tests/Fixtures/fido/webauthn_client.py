@@ -51,7 +51,7 @@ from fido2.client import (
     UserInteraction,
 )
 from fido2.ctap import CtapError
-from fido2.ctap2 import Ctap2
+from fido2.ctap2 import ClientPin, Ctap2, CredentialManagement
 from fido2.hid import CAPABILITY, ConnectionFailure
 from fido2.webauthn import (
     PublicKeyCredentialCreationOptions,
@@ -718,6 +718,60 @@ def scenario_info(args, state: State | None) -> dict[str, Any]:
     }
 
 
+def scenario_credman(args, state: State | None) -> dict[str, Any]:
+    """Credential management as a platform's settings page does it: a
+    token for credential management through built-in UV (a touch), the
+    metadata, every relying party and its discoverable credentials, and
+    with --delete ID (base64url) that credential deleted (another touch),
+    then listed again."""
+    browser, verdict = open_browser(args)
+    if verdict:
+        return {**verdict, **NO_TOUCH}
+
+    def listing(manager):
+        metadata = manager.get_metadata()
+        parties = []
+        try:
+            rps = manager.enumerate_rps()
+        except CtapError as e:
+            if e.code != CtapError.ERR.NO_CREDENTIALS:
+                raise
+            rps = []
+        for rp in rps:
+            rp_id = rp[CredentialManagement.RESULT.RP]["id"]
+            creds = manager.enumerate_creds(rp[CredentialManagement.RESULT.RP_ID_HASH])
+            parties.append({
+                "rp": rp_id,
+                "credentials": [{
+                    "credentialId": b64u(c[CredentialManagement.RESULT.CREDENTIAL_ID]["id"]),
+                    "user": c[CredentialManagement.RESULT.USER].get("name"),
+                    "credProtect": c.get(CredentialManagement.RESULT.CRED_PROTECT),
+                } for c in creds],
+            })
+        return {"existing": metadata[CredentialManagement.RESULT.EXISTING_CRED_COUNT],
+                "remaining": metadata[CredentialManagement.RESULT.MAX_REMAINING_COUNT], "parties": parties}
+
+    def operation():
+        pin = ClientPin(browser.ctap2)
+        token = pin.get_uv_token(ClientPin.PERMISSION.CREDENTIAL_MGMT)
+        manager = CredentialManagement(browser.ctap2, pin.protocol, token)
+        before = listing(manager)
+        after = None
+        if args.delete:
+            manager.delete_cred({"id": unb64u(args.delete), "type": "public-key"})
+            after = listing(manager)
+        return before, after
+
+    try:
+        result, error, touches = touched(args, operation)
+    finally:
+        browser.close()
+    if error is not None:
+        return {**refusal(error, stage="authenticator"), **touches}
+    before, after = result
+    return {"ok": True, "before": before, "after": after, **touches}
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -784,6 +838,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     info = scenarios.add_parser("info", help="the authenticator's getInfo as JSON")
     common(info, False)
+
+    credman = scenarios.add_parser("credman", help="credential management: list, and delete one")
+    common(credman, False)
+    credman.add_argument("--delete", metavar="ID", help="the credential (base64url) to delete")
     return parser
 
 
@@ -792,6 +850,7 @@ SCENARIOS = {
     "authenticate": scenario_authenticate,
     "prf": scenario_prf,
     "info": scenario_info,
+    "credman": scenario_credman,
 }
 
 
@@ -800,7 +859,7 @@ def main(argv: list[str]) -> int:
     try:
         if args.port is None or not 0 < args.port < 65536:
             raise HarnessError("--port PORT (1-65535) is required")
-        if args.state is None and args.scenario != "info":
+        if args.state is None and args.scenario not in ("info", "credman"):
             raise HarnessError("--state FILE is required")
         if args.touch_count < 1:
             raise HarnessError("--touch-count must be at least 1")
@@ -810,7 +869,7 @@ def main(argv: list[str]) -> int:
             if not args.touchstone_cli:
                 raise HarnessError("--touch needs TOUCHSTONE_CLI in the environment")
         state = None
-        if args.scenario != "info":  # info reads no state
+        if args.scenario not in ("info", "credman"):  # they read no state
             state = State.load(args.state, must_exist=args.scenario != "register")
         result = SCENARIOS[args.scenario](args, state)
     except HarnessError as e:
