@@ -65,7 +65,7 @@ struct PasskeyTests {
 
             let second = passkeys.scenario(["register", "--user", "bob", "--resident", "--uv", "required"], touching: SecurityKeyRig.owner)
             let bobs = try #require(second["credentialId"] as? String, "\(second)")
-            let deleted = passkeys.scenario(["credman", "--delete", bobs], touching: SecurityKeyRig.owner, touches: 2)
+            let deleted = passkeys.scenario(["credman", "--delete=" + bobs], touching: SecurityKeyRig.owner, touches: 2)
             let remaining = ((deleted["after"] as? [String: Any])?["parties"] as? [[String: Any]] ?? [])
                 .flatMap { ($0["credentials"] as? [[String: Any]] ?? []).compactMap { $0["credentialId"] as? String } }
             #expect(deleted["ok"] as? Bool == true && remaining == [id], "\(deleted)")
