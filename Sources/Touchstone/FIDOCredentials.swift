@@ -41,6 +41,16 @@ public struct FIDOCredentials: Sendable {
         }
     }
 
+    /// The authenticator's reset: every FIDO credential but OpenSSH's
+    /// (`ssh:` applications) deleted, after the passcode, asked through
+    /// `interaction`; how many were deleted.
+    public func reset(reason: String, interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> Int {
+        let call = Calls.ResetFIDO(reason: reason, interactionNotAllowed: false, touchTimeout: .seconds(60))
+        return try await engine.operation { () async throws(KeychainError) in
+            try await engine.call(call, interaction: interaction)
+        }
+    }
+
     /// An assertion by the credential `id` (of `relyingParty`: another's
     /// is not found) over `clientDataHash` (the
     /// SHA-256 of what the client signs: WebAuthn's client data, ssh's

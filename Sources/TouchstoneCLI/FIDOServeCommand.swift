@@ -154,6 +154,16 @@ final class FIDOStore: FIDOAuthenticatorStore {
         }
     }
 
+    func reset(reason: String) async throws(CTAP2.Status) {
+        Self.log(reason)
+        do {
+            let count = try await device.fido.reset(reason: reason, interaction: interaction)
+            Self.log("reset: \(count) passkeys deleted")
+        } catch {
+            throw Self.status(error, reason)
+        }
+    }
+
     /// Touchstone's failure as CTAP's status, logged.
     static func status(_ error: KeychainError, _ what: String) -> CTAP2.Status {
         log("\(what): \(error)")

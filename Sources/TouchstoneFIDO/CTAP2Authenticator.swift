@@ -18,6 +18,8 @@ package protocol FIDOAuthenticatorStore: Sendable {
     func allCredentials() async throws(CTAP2.Status) -> [FIDOCredentialInfo]
     /// Deletes `credential` after what its signatures need.
     func delete(_ credential: FIDOCredentialInfo, reason: String) async throws(CTAP2.Status)
+    /// The reset: every FIDO credential but OpenSSH's deleted, after the passcode.
+    func reset(reason: String) async throws(CTAP2.Status)
     /// An assertion by `credential`, after the touch; with hmac-secret's
     /// salts and the shared secret that encrypts its outputs.
     func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
@@ -90,7 +92,7 @@ package actor CTAP2Authenticator {
         if command == .getAssertion, let parameters = try? CBOR.decode(Array(request.dropFirst())), parameters[5]?["up"] == .bool(false) {
             return false
         }
-        return [.makeCredential, .getAssertion, .getNextAssertion, .selection].contains(command)
+        return [.makeCredential, .getAssertion, .getNextAssertion, .selection, .reset].contains(command)
     }
 
     /// The answer to one request: a status byte, then the CBOR response.
@@ -110,7 +112,12 @@ package actor CTAP2Authenticator {
             case .selection: response = nil
             case .clientPIN: response = try await clientPIN(parameters)
             case .credentialManagement: response = try await credentialManagement(parameters)
-            case .reset: throw .invalidCommand
+            case .reset:
+                // Asked of the person through Touchstone's own prompt (the
+                // passcode), not by a touch alone as a USB key would.
+                try await store.reset(reason: "reset the passkey authenticator: delete every passkey (ssh keys stay)")
+                token = nil
+                response = nil
             }
             return [CTAP2.Status.success.rawValue] + (response?.encoded() ?? [])
         } catch {

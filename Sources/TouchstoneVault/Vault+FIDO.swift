@@ -132,6 +132,18 @@ extension Vault {
         try deleteFIDOCredential(id: id)
     }
 
+    /// Deletes every credential `which` chooses (one whose record does not
+    /// open is kept: nobody can say whose it is); how many went.
+    package func deleteFIDOCredentials(where which: (FIDOCredentialInfo) -> Bool) throws(VaultError) -> Int {
+        try requireWritable()
+        let rows = try db.rows("SELECT \(Self.fidoColumns) FROM fido_credentials", [], Self.storedFIDO)
+        let chosen = rows.filter { row in (try? openFIDOMetadata(row)).map(which) ?? false }
+        try db.transaction { () throws(VaultError) in
+            for row in chosen { try db.query("DELETE FROM fido_credentials WHERE id = ?", [.integer(row.id)]) }
+        }
+        return chosen.count
+    }
+
     /// Deletes the credential (the caller checked what deleting asks); its
     /// TPM blob goes with the row (`secure_delete`: zeroed in the file).
     package func deleteFIDOCredential(id: [UInt8]) throws(VaultError) {

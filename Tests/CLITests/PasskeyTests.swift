@@ -182,6 +182,42 @@ struct PasskeyTests {
         }
     }
 
+    @Test("reset: asked through pinentry (no terminal), a wrong passcode deletes nothing; the right one deletes every passkey and keeps the ssh security key; both engines", arguments: SecurityKeyRig.Engine.allCases)
+    func reset(_ engine: SecurityKeyRig.Engine) async throws {
+        try await blockingTest {
+            let rig = try SecurityKeyRig(engine)
+            defer { rig.close() }
+            let answers = rig.scratch + "/pinentry-answers", log = rig.scratch + "/pinentry-log"
+            // The serve process (the daemon engine's runs as another user) reads and writes them.
+            chmod(rig.scratch, 0o755)
+            for file in [answers, log] {
+                FileManager.default.createFile(atPath: file, contents: file == answers ? Data("wrong-passcode\n".utf8) : Data())
+                chmod(file, 0o666)
+            }
+            rig.extraEnvironment["TOUCHSTONE_PINENTRY"] = URL(fileURLWithPath: SecretServiceRig.client).deletingLastPathComponent()
+                .appendingPathComponent("scripted-pinentry.py").path
+            rig.extraEnvironment["SCRIPTED_PINENTRY_ANSWERS"] = answers
+            rig.extraEnvironment["SCRIPTED_PINENTRY_LOG"] = log
+            _ = try rig.makeKey("id_keep", ["application=ssh:keep"])
+            let passkeys = try PasskeyRig(rig)
+            defer { passkeys.stop() }
+            let registered = passkeys.scenario(["register", "--user", "alice", "--resident"], touching: SecurityKeyRig.owner)
+            #expect(registered["ok"] as? Bool == true, "\(registered)")
+
+            let refused = passkeys.scenario(["reset"], touching: nil)
+            #expect(refused["ok"] as? Bool == false && refused["ctapError"] as? String == "OPERATION_DENIED", "\(refused)")
+            let dialog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            #expect(dialog.contains("GETPIN") && dialog.contains("reset"), "\(dialog)")
+            #expect(rig.touchstone(["fido", "list"]).stdoutText.contains("touchstone.test"), "a wrong passcode deleted something")
+
+            try "\(CLISandbox.passcode)\n".write(toFile: answers, atomically: false, encoding: .utf8)
+            let reset = passkeys.scenario(["reset"], touching: nil)
+            #expect(reset["ok"] as? Bool == true, "\(reset)")
+            let listed = rig.touchstone(["fido", "list"]).stdoutText
+            #expect(!listed.contains("touchstone.test") && listed.contains("ssh:keep"), "\(listed)")
+        }
+    }
+
     /// python-fido2's own device tests (tests/device of its 2.2.1 source
     /// release, fetched by install-deps) pointed at the authenticator by
     /// Tests/Fixtures/fido/device_suite_plugin.py, which answers their

@@ -56,6 +56,12 @@ struct CTAP2AuthenticatorTests {
             credentials.withLock { $0.removeAll { $0.id == credential.id } }
         }
 
+        func reset(reason: String) async throws(CTAP2.Status) {
+            calls.withLock { $0.append("reset") }
+            if refuse.load(ordering: .relaxed) { throw .operationDenied }
+            credentials.withLock { $0.removeAll { !$0.relyingParty.hasPrefix("ssh:") } }
+        }
+
         func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
                     hmacSecret: (salts: [UInt8], shared: SecureBytes)?, reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
             calls.withLock { $0.append("assert \(credential.id[0]) uv=\(userVerification)") }

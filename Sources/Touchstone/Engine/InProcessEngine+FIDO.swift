@@ -49,6 +49,18 @@ extension InProcessEngine {
         }
     }
 
+    /// The authenticator's reset: the passcode, asked here (and checked by
+    /// the TPM, behind the daemon's throttle), then every FIDO credential
+    /// but OpenSSH's deleted; how many.
+    package func resetFIDO(reason: String, settings: ContextSettings) async throws(KeychainError) -> Int {
+        try await keychain { () async throws(BackendFailure) in
+            try vaultCall(vault.requireWritable())
+            let proof = try await proof(for: .devicePasscode, reason: reason, settings)
+            guard proof.passcode != nil else { throw .authentication(.authenticationFailed) }
+            return try vaultCall(vault.deleteFIDOCredentials { !$0.relyingParty.hasPrefix("ssh:") })
+        }
+    }
+
     /// An assertion by the credential `id`: the touch (or the passcode)
     /// its open ways ask, then the vault's counter and the TPM's signature.
     package func assertFIDO(id: [UInt8], relyingParty: String, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]? = nil,

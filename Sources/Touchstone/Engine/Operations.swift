@@ -17,7 +17,7 @@ package enum EngineOperations {
         Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self, Calls.SSHKeyOpenAccess.self,
         Calls.SignSSH.self,
         Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
-        Calls.MakeFIDOCredential.self, Calls.DeleteFIDOCredentialByTouch.self,
+        Calls.MakeFIDOCredential.self, Calls.DeleteFIDOCredentialByTouch.self, Calls.ResetFIDO.self,
     ]
 
     /// The operations by name.
@@ -371,6 +371,15 @@ extension Calls.DeleteFIDOCredentialByTouch: EngineOperation {
                                        touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
         try await engine.deleteFIDOCredential(id: id, relyingParty: relyingParty, reason: reasonText, settings: settings)
         return Done()
+    }
+}
+
+extension Calls.ResetFIDO: EngineOperation {
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> Int {
+        let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
+                                       touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
+        return try await engine.resetFIDO(reason: reasonText, settings: settings)
     }
 }
 

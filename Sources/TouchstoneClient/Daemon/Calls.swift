@@ -569,6 +569,26 @@ extension Calls {
         }
     }
 
+    /// The authenticator's reset: every FIDO credential but OpenSSH's
+    /// (`ssh:` applications) deleted, after the passcode asked in this
+    /// operation; how many were deleted.
+    package struct ResetFIDO: EngineRequest {
+        package typealias Response = Int
+        package typealias Failure = KeychainError
+        package static let name = "fido-reset"
+        package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
+        package var reasonText: String
+        package var interactionNotAllowed: Bool
+        package var touchTimeoutMilliseconds: Int
+        package var reason: String? { reasonText }
+
+        package init(reason: String, interactionNotAllowed: Bool, touchTimeout: Duration) {
+            reasonText = reason
+            self.interactionNotAllowed = interactionNotAllowed
+            touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+        }
+    }
+
     /// An assertion: the engine asks for the touch (and the verification)
     /// itself, in this one operation, so that the flags it signs say what
     /// happened for this signature and never come from a grant.

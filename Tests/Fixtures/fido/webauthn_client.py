@@ -772,6 +772,20 @@ def scenario_credman(args, state: State | None) -> dict[str, Any]:
     return {"ok": True, "before": before, "after": after, **touches}
 
 
+def scenario_reset(args, state: State | None) -> dict[str, Any]:
+    """authenticatorReset, as a platform's "reset this security key"."""
+    browser, verdict = open_browser(args)
+    if verdict:
+        return {**verdict, **NO_TOUCH}
+    try:
+        result, error, touches = touched(args, lambda: browser.ctap2.reset())
+    finally:
+        browser.close()
+    if error is not None:
+        return {**refusal(error, stage="authenticator"), **touches}
+    return {"ok": True, **touches}
+
+
 # ---------------------------------------------------------------- command line
 
 
@@ -839,6 +853,9 @@ def build_parser() -> argparse.ArgumentParser:
     info = scenarios.add_parser("info", help="the authenticator's getInfo as JSON")
     common(info, False)
 
+    reset = scenarios.add_parser("reset", help="authenticatorReset")
+    common(reset, False)
+
     credman = scenarios.add_parser("credman", help="credential management: list, and delete one")
     common(credman, False)
     credman.add_argument("--delete", metavar="ID", help="the credential (base64url) to delete")
@@ -851,6 +868,7 @@ SCENARIOS = {
     "prf": scenario_prf,
     "info": scenario_info,
     "credman": scenario_credman,
+    "reset": scenario_reset,
 }
 
 
@@ -859,7 +877,7 @@ def main(argv: list[str]) -> int:
     try:
         if args.port is None or not 0 < args.port < 65536:
             raise HarnessError("--port PORT (1-65535) is required")
-        if args.state is None and args.scenario not in ("info", "credman"):
+        if args.state is None and args.scenario not in ("info", "credman", "reset"):
             raise HarnessError("--state FILE is required")
         if args.touch_count < 1:
             raise HarnessError("--touch-count must be at least 1")
@@ -869,7 +887,7 @@ def main(argv: list[str]) -> int:
             if not args.touchstone_cli:
                 raise HarnessError("--touch needs TOUCHSTONE_CLI in the environment")
         state = None
-        if args.scenario not in ("info", "credman"):  # they read no state
+        if args.scenario not in ("info", "credman", "reset"):  # they read no state
             state = State.load(args.state, must_exist=args.scenario != "register")
         result = SCENARIOS[args.scenario](args, state)
     except HarnessError as e:
