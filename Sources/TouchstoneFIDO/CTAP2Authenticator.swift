@@ -155,6 +155,7 @@ package actor CTAP2Authenticator {
             .init(.int(8), .int(Self.maximumCredentialIDLength)),
             .init(.int(9), .array([.text("usb")])),
             .init(.int(10), .array([.map([.init(.text("alg"), .int(AuthenticatorData.es256)), .init(.text("type"), .text("public-key"))])])),
+            .init(.int(0x16), .array(Self.attestationFormats.map { .text($0) })),
         ])
     }
 
@@ -181,6 +182,7 @@ package actor CTAP2Authenticator {
         if options["up"] == false { throw .invalidOption }
         let tokenVerified = try verifyToken(p[8], p[9], clientDataHash, permission: Self.makeCredentialPermission, relyingParty: rpID)
         if p[10] != nil { throw .invalidParameter }
+        let format = try Self.attestationFormat(p[11])
         var credProtect: UInt8 = 1
         var hmacSecret = false
         var outputs: [CBOR.Entry] = []
@@ -209,12 +211,32 @@ package actor CTAP2Authenticator {
         let made = try await store.make(request, clientDataHash: clientDataHash, userVerification: uv,
                                         extensions: outputs.isEmpty ? nil : CBOR.map(outputs).encoded(),
                                         reason: "register with \(rpID)")
+        if format == "none" {
+            return .map([.init(.int(1), .text("none")), .init(.int(2), .bytes(made.attestation.authenticatorData)), .init(.int(3), .map([]))])
+        }
         guard let signature = AuthenticatorData.derSignature(r: made.attestation.signature.r, s: made.attestation.signature.s) else { throw .other }
         return .map([
             .init(.int(1), .text("packed")),
             .init(.int(2), .bytes(made.attestation.authenticatorData)),
             .init(.int(3), .map([.init(.text("alg"), .int(AuthenticatorData.es256)), .init(.text("sig"), .bytes(signature))])),
         ])
+    }
+
+    /// The attestation formats offered, the default first: `packed` self
+    /// attestation (the credential's own key signs), or `none`.
+    package static let attestationFormats = ["packed", "none"]
+
+    /// attestationFormatsPreference (CTAP 2.2, makeCredential's 0x0B): the
+    /// first the client lists that is offered; without one, or with none
+    /// offered, `packed`.
+    private static func attestationFormat(_ value: CBOR?) throws(CTAP2.Status) -> String {
+        guard let value else { return attestationFormats[0] }
+        guard let list = value.arrayValue else { throw .cborUnexpectedType }
+        for entry in list {
+            guard let name = entry.textValue else { throw .cborUnexpectedType }
+            if attestationFormats.contains(name) { return name }
+        }
+        return attestationFormats[0]
     }
 
     // MARK: - getAssertion

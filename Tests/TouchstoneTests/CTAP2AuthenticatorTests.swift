@@ -135,6 +135,24 @@ struct CTAP2AuthenticatorTests {
         #expect(store.calls.withLock { $0 } == ["make example.org uv=true rk=true cp=2"])
     }
 
+    @Test("attestation formats: packed by default, none when the client prefers it (attestationFormatsPreference), packed when it names only formats not offered; getInfo lists both")
+    func attestationFormats() async throws {
+        let authenticator = CTAP2Authenticator(store: RecordingStore())
+        let (_, info) = try Self.answer(await authenticator.handle([0x04]))
+        #expect(info?[0x16] == .array([.text("packed"), .text("none")]))
+        func format(_ preference: [String]?) async throws -> CBOR? {
+            let extra: [CBOR.Entry] = preference.map { [.init(.int(11), .array($0.map { .text($0) }))] } ?? []
+            let (status, made) = try Self.answer(await authenticator.handle(Self.makeCredential(extra: extra)))
+            #expect(status == 0)
+            return made
+        }
+        #expect(try await format(nil)?[1] == .text("packed"))
+        let none = try await format(["none", "packed"])
+        #expect(none?[1] == .text("none") && none?[3] == .map([]) && none?[2]?.bytesValue?[32] == 0x41, "UP and AT, the credential inside")
+        #expect(try await format(["tpm", "packed"])?[1] == .text("packed"))
+        #expect(try await format(["tpm"])?[1] == .text("packed"))
+    }
+
     @Test("makeCredential refuses before the store is asked: no ES256 (UNSUPPORTED_ALGORITHM), up false (INVALID_OPTION), a missing or mistyped parameter, a pinUvAuthParam without a token, enterprise attestation, CBOR garbage; an excluded credential (CREDENTIAL_EXCLUDED) makes nothing")
     func makeCredentialRefusals() async throws {
         let store = RecordingStore()
