@@ -1,3 +1,6 @@
+// Built with every target: a build without swift-testing (the package's
+// `--static-swift-stdlib` release build) compiles it empty.
+#if canImport(Testing)
 import TestRigs
 import Testing
 
@@ -23,3 +26,4 @@ extension Trait where Self == OffPoolTrait {
     /// Runs each test off the cooperative pool (`OffPoolTrait`).
     package static var offPool: Self { OffPoolTrait() }
 }
+#endif
