@@ -17,7 +17,8 @@ extension Session {
         let address = try udp.map(Self.udpAddress)
         try await withDevice { device in
             let interaction = DesktopInteraction(terminal: interaction, title: "Touchstone passkeys", log: { FIDOStore.log($0) })
-            let store = FIDOStore(device: device, interaction: interaction, timeout: options.timeout)
+            let notifier = await DesktopNotifier.connect(log: { FIDOStore.log($0) })
+            let store = FIDOStore(device: device, interaction: interaction, timeout: options.timeout, notifier: notifier)
             let authenticator = CTAP2Authenticator(store: store, access: access)
             var stops: [@Sendable () -> Void] = []
             if let (host, port) = address {
@@ -75,11 +76,23 @@ final class FIDOStore: FIDOAuthenticatorStore {
     let device: TouchstoneDevice
     let interaction: DesktopInteraction
     let timeout: Duration
+    /// A desktop notification for each request that waits for the person
+    /// (the session bus's, when there is one).
+    let notifier: DesktopNotifier?
 
-    init(device: TouchstoneDevice, interaction: DesktopInteraction, timeout: Duration) {
+    init(device: TouchstoneDevice, interaction: DesktopInteraction, timeout: Duration, notifier: DesktopNotifier?) {
         self.device = device
         self.interaction = interaction
         self.timeout = timeout
+        self.notifier = notifier
+    }
+
+    /// Logs what is asked and tells the desktop, which names the relying party.
+    private func asking(_ reason: String) {
+        Self.log(reason)
+        if let notifier {
+            Task.detached { await notifier.notify(summary: "Touchstone: touch the reader for a passkey", body: reason) }
+        }
     }
 
     func credentials(relyingParty: String) async throws(CTAP2.Status) -> [FIDOCredentialInfo] {
@@ -92,7 +105,7 @@ final class FIDOStore: FIDOAuthenticatorStore {
 
     func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
               reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential {
-        Self.log(reason)
+        asking(reason)
         defer { Task { await device.close() } }
         do {
             let made = try await device.fido.make(request, clientDataHash: clientDataHash, userVerification: userVerification, extensions: extensions,
@@ -106,7 +119,7 @@ final class FIDOStore: FIDOAuthenticatorStore {
 
     func assert(_ credential: FIDOCredentialInfo, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
                 hmacSecret: (salts: [UInt8], shared: SecureBytes)?, reason: String) async throws(CTAP2.Status) -> FIDOAssertion {
-        Self.log(reason)
+        asking(reason)
         defer { Task { await device.close() } }
         do {
             let signed = try await device.fido.assert(id: credential.id, relyingParty: credential.relyingParty, clientDataHash: clientDataHash,
@@ -121,7 +134,7 @@ final class FIDOStore: FIDOAuthenticatorStore {
     }
 
     func verifyUser(reason: String) async throws(CTAP2.Status) {
-        Self.log(reason)
+        asking(reason)
         defer { Task { await device.close() } }
         let context = device.makeContext()
         context.interaction = interaction
@@ -143,7 +156,7 @@ final class FIDOStore: FIDOAuthenticatorStore {
     }
 
     func delete(_ credential: FIDOCredentialInfo, reason: String) async throws(CTAP2.Status) {
-        Self.log(reason)
+        asking(reason)
         defer { Task { await device.close() } }
         do {
             try await device.fido.delete(id: credential.id, relyingParty: credential.relyingParty, reason: reason,
@@ -155,7 +168,7 @@ final class FIDOStore: FIDOAuthenticatorStore {
     }
 
     func reset(reason: String) async throws(CTAP2.Status) {
-        Self.log(reason)
+        asking(reason)
         do {
             let count = try await device.fido.reset(reason: reason, interaction: interaction)
             Self.log("reset: \(count) passkeys deleted")

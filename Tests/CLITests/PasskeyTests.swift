@@ -218,6 +218,24 @@ struct PasskeyTests {
         }
     }
 
+    @Test("without a terminal, each request that waits for the person is also a desktop notification naming what it is for (the registration's relying party)")
+    func notification() async throws {
+        let bus = try DBusRig()
+        defer { bus.close() }
+        let notifications = try await NotificationRecorder(address: bus.address)
+        let rig = try await offPool { try SecurityKeyRig(.embedded) }
+        rig.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
+        let passkeys = try await offPool { try PasskeyRig(rig) }
+        let registered = try await offPool { passkeys.scenario(["register", "--user", "alice"], touching: SecurityKeyRig.owner) }
+        #expect(registered["ok"] as? Bool == true, "\(registered)")
+        #expect(try await eventually { notifications.notifications.contains { $0.body.contains("register with touchstone.test") } },
+                "\(notifications.notifications)")
+        _ = try? await offPool {
+            passkeys.stop()
+            rig.close()
+        }
+    }
+
     /// python-fido2's own device tests (tests/device of its 2.2.1 source
     /// release, fetched by install-deps) pointed at the authenticator by
     /// Tests/Fixtures/fido/device_suite_plugin.py, which answers their
