@@ -26,27 +26,17 @@ extension Session {
                 do { carrier = try CTAPHIDUDPCarrier(host: host, port: port) } catch {
                     throw CLIFailure(.failure, "cannot serve the authenticator: \(error)")
                 }
-                let server = try Self.server(carrier, authenticator)
-                startDetachedThread(name: "ctaphid-udp") {
-                    server.run()
-                    carrier.close()
-                }
-                stops.append { server.stop() }
+                stops.append(try Self.serve(carrier, authenticator, thread: "ctaphid-udp"))
                 Output.result("\(carrier.port)")
                 FIDOStore.log("listening on udp \(host):\(carrier.port)")
             }
             if uhid {
-                let carrier: UHIDCarrier
-                do { carrier = try UHIDCarrier() } catch {
+                do {
+                    stops.append(try Self.serve(try UHIDCarrier(), authenticator, thread: "ctaphid-uhid"))
+                } catch {
                     stops.forEach { $0() }
                     throw CLIFailure(.failure, "cannot make the virtual FIDO device: \(error)")
                 }
-                let server = try Self.server(carrier, authenticator)
-                startDetachedThread(name: "ctaphid-uhid") {
-                    server.run()
-                    carrier.close()
-                }
-                stops.append { server.stop() }
                 FIDOStore.log("serving a virtual USB HID FIDO device through /dev/uhid")
             }
             while !Task.isCancelled { try? await Task.sleep(for: .seconds(3600)) }
@@ -55,10 +45,15 @@ extension Session {
         }
     }
 
-    static func server<Carrier: CTAPHIDCarrier>(_ carrier: Carrier, _ authenticator: CTAP2Authenticator) throws -> CTAPHIDServer<Carrier> {
-        do { return try CTAPHIDServer(carrier: carrier, authenticator: authenticator) } catch {
+    /// `authenticator` served over `carrier` on a thread of its own; what stops it.
+    static func serve<Carrier: CTAPHIDCarrier>(_ carrier: Carrier, _ authenticator: CTAP2Authenticator,
+                                               thread: String) throws -> @Sendable () -> Void {
+        let server: CTAPHIDServer<Carrier>
+        do { server = try CTAPHIDServer(carrier: carrier, authenticator: authenticator) } catch {
             throw CLIFailure(.failure, "cannot serve the authenticator: \(error)")
         }
+        server.start(name: thread)
+        return { server.stop() }
     }
 
     /// HOST:PORT, the host a loopback IPv4 address (the server checks it).

@@ -87,14 +87,7 @@ struct SimulatorAuthenticator {
             try? FileManager.default.removeItem(atPath: portFile)
         }
         guard let pid = runningPID else { return nil }
-        kill(pid, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < deadline, kill(pid, 0) == 0 {
-            var status: Int32 = 0
-            if waitpid(pid, &status, WNOHANG) == pid { break }
-            usleep(20_000)
-        }
-        if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
+        SimulatorDaemon.terminate(pid)
         return pid
     }
 }

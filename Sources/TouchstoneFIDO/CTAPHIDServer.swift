@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Synchronization
 import TouchstonePOSIX
+import TouchstoneSecure
 
 /// What carries CTAPHID's 64-byte reports between the authenticator and
 /// its clients: a loopback UDP socket (`CTAPHIDUDPCarrier`), or the
@@ -15,6 +16,8 @@ package protocol CTAPHIDCarrier: Sendable {
     func receive(timeoutMilliseconds: Int32, wake: CInt) -> (report: [UInt8], from: Peer)?
     /// Sends one report (a client gone loses it, as over HID).
     func send(_ report: [UInt8], to peer: Peer)
+    /// Ends the carrier (after the server's `run` returned).
+    func close()
 }
 
 /// CTAPHID served over a carrier: one thread reads it, runs
@@ -51,6 +54,14 @@ package final class CTAPHIDServer<Carrier: CTAPHIDCarrier>: Sendable {
 
     /// Ends `run` within a poll interval.
     package func stop() { stopped.store(true, ordering: .releasing) }
+
+    /// Serves on a thread of its own named `name`, then closes the carrier.
+    package func start(name: String) {
+        startDetachedThread(name: name) { [self] in
+            run()
+            carrier.close()
+        }
+    }
 
     private struct Transaction {
         let channel: UInt32

@@ -112,13 +112,10 @@ extension Vault {
     package func deleteFIDOCredentials(replacedBy credential: FIDOCredentialInfo) throws(VaultError) {
         try requireWritable()
         let request = FIDOCredentialRequest(relyingParty: credential.relyingParty, userID: credential.userID)
-        let keep = fidoLookup(credential.id)
-        let rows = try db.rows("SELECT \(Self.fidoColumns) FROM fido_credentials WHERE rp = ?", [.blob(fidoRPLookup(credential.relyingParty))], Self.storedFIDO)
-        let mine = try Set(discoverableFIDO(fidoRPLookup(credential.relyingParty), request))
+        let kept = try db.firstRow("SELECT id FROM fido_credentials WHERE lookup = ?", [.blob(fidoLookup(credential.id))]) { $0.integer(0) }
+        let others = try discoverableFIDO(fidoRPLookup(credential.relyingParty), request).filter { $0 != kept }
         try db.transaction { () throws(VaultError) in
-            for row in rows where mine.contains(row.id) && row.lookup != keep {
-                try db.query("DELETE FROM fido_credentials WHERE id = ?", [.integer(row.id)])
-            }
+            for id in others { try db.query("DELETE FROM fido_credentials WHERE id = ?", [.integer(id)]) }
         }
     }
 

@@ -45,6 +45,19 @@ struct FIDOVaultTests {
         #expect(try rig.vault.fidoCredentials(relyingParty: "ssh:other").map(\.id) == [verified.id])
     }
 
+    @Test("a registration's discoverable credential is kept beside the user's older one until attested, then replaces it and only it: another user's, and the same user's non-discoverable one, stay")
+    func replacedOnceAttested() throws {
+        let rig = try VaultRig()
+        try changeFingers(rig.vault)
+        let older = try rig.vault.createFIDOCredential(Self.request("example.org", discoverable: true))
+        let bobs = try rig.vault.createFIDOCredential(Self.request("example.org", user: "bob", discoverable: true))
+        let plain = try rig.vault.createFIDOCredential(Self.request("example.org"))
+        let newer = try rig.vault.createFIDOCredential(Self.request("example.org", discoverable: true), keepingOthers: true)
+        #expect(Set(try rig.vault.fidoCredentials().map(\.id)) == [older.id, bobs.id, plain.id, newer.id])
+        try rig.vault.deleteFIDOCredentials(replacedBy: newer)
+        #expect(Set(try rig.vault.fidoCredentials().map(\.id)) == [bobs.id, plain.id, newer.id])
+    }
+
     @Test("what a credential refuses spends no counter value: another relying party's request (not found), a proof its access does not name, a proof with nothing in it when verification is required")
     func refusalsSpendNothing() throws {
         let rig = try VaultRig()

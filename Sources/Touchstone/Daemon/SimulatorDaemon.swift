@@ -84,6 +84,15 @@ public struct SimulatorDaemon: Sendable, Hashable {
             try? FileManager.default.removeItem(atPath: pidFile)
             return nil
         }
+        Self.terminate(pid)
+        try? FileManager.default.removeItem(atPath: pidFile)
+        return pid
+    }
+
+    /// Ends a background process of the simulator's (this daemon, `sim
+    /// start --fido`'s authenticator): SIGTERM, then SIGKILL after 10 s,
+    /// reaped when it is this process's child.
+    package static func terminate(_ pid: Int32) {
         kill(pid, SIGTERM)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline, kill(pid, 0) == 0 {
@@ -92,7 +101,5 @@ public struct SimulatorDaemon: Sendable, Hashable {
             usleep(20_000)
         }
         if kill(pid, 0) == 0 { kill(pid, SIGKILL) }
-        try? FileManager.default.removeItem(atPath: pidFile)
-        return pid
     }
 }
