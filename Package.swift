@@ -124,7 +124,11 @@ let package = Package(
                 swiftSettings: testSupport),
         // The simulator (swtpm + libfprint's virtual reader, synthetic
         // fingerprints for its image reader), shared with the test rigs.
-        .target(name: "TouchstoneSimulator", dependencies: ["CPNG", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"]),
+        // Optimised in debug builds too: a synthetic master print takes a
+        // fifth of a second optimised and five unoptimised, and the tests'
+        // image reader grows dozens of them.
+        .target(name: "TouchstoneSimulator", dependencies: ["CPNG", "TouchstonePOSIX", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneModel"],
+                swiftSettings: [.unsafeFlags(["-O"], .when(configuration: .debug))]),
         // What a client of the daemon needs and nothing of the backends: the
         // interaction protocol, the terminal's interaction, the daemon's wire
         // protocol.

@@ -163,7 +163,7 @@ extension Session {
         }
         let png: [UInt8]
         do {
-            png = try SyntheticFingerprints.shared.impression(of: id, number: impression).png()
+            png = try simulator.syntheticFingerprints.impression(of: id, number: impression).png()
         } catch {
             throw CLIFailure(.failure, "\(error)")
         }

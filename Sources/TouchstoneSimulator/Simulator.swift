@@ -102,9 +102,18 @@ public struct Simulator: Sendable, Hashable {
             try await send("SCAN \(finger)", wait: wait)
         case .image:
             let number = try layout.nextImpression(of: finger)
-            let prints = SyntheticFingerprints(keepingIn: layout.fingersDirectory)
-            try await touch(image: prints.impression(of: finger, number: number), wait: wait)
+            try await touch(image: syntheticFingerprints.impression(of: finger, number: number), wait: wait)
         }
+    }
+
+    /// The image reader's synthetic fingerprints: masters kept in
+    /// `sim/fingers` once the simulator's folder exists (each `sim touch`
+    /// and `sim print` is a process of its own, and a master is the
+    /// expensive part), in memory only before.
+    package var syntheticFingerprints: SyntheticFingerprints {
+        var status = stat()
+        guard stat(layout.directory, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return .shared }
+        return SyntheticFingerprints(keepingIn: layout.fingersDirectory)
     }
 
     /// Puts `image` on the image reader (`sim start --reader-kind image`).

@@ -15,6 +15,7 @@ struct ImageReaderCLITests {
     static func sandbox(daemon: Bool = false) throws -> CLISandbox {
         let sandbox = try CLISandbox(startSimulator: false)
         sandbox.extraEnvironment["TOUCHSTONE_TIMEOUT"] = CLISandbox.imageTouchTimeout
+        sandbox.imageReader = true
         let started = sandbox.run(["sim", "start", "--reader-kind", "image"] + (daemon ? ["--daemon"] : []))
         guard started.code == 0 else { throw RigFailure("sim start --reader-kind image: \(started.stderr)") }
         return sandbox
@@ -204,6 +205,7 @@ extension CLISandbox {
     /// The same with what `sim touch` is given for each touch (a finger's
     /// id, or `--image FILE`).
     func withTouches(sending touches: [[String]], _ arguments: [String]) -> CLIResult {
+        for touch in touches where touch.first?.hasPrefix("-") == false { growFinger(touch[0]) }
         guard let waiting = try? start(arguments) else { return CLIResult(code: -1, stdout: [], stderr: "cannot start") }
         for (index, touch) in touches.enumerated() {
             let asked = index == 0 ? "touch the reader" : "(touch \(index + 1) of \(touches.count): the same finger again)"
@@ -219,6 +221,7 @@ extension CLISandbox {
     /// previous one's progress (the image pipeline takes the next image
     /// only after it dealt with the last).
     func enrollImages(_ finger: String, as id: String) -> CLIResult {
+        growFinger(id)
         guard let enrolling = try? start(["--sim", "--timeout", Self.imageTouchTimeout, "enroll", finger, "--passcode-fd", "0"],
                                          stdin: Self.line(Self.passcode)) else {
             return CLIResult(code: -1, stdout: [], stderr: "cannot start enroll")
@@ -244,6 +247,7 @@ struct ImageReaderSecretServiceTests {
     func secretServiceProvider() async throws {
         try await SecretServiceRig.with() { rig in
             rig.sandbox.extraEnvironment["TOUCHSTONE_TIMEOUT"] = CLISandbox.imageTouchTimeout
+            rig.sandbox.imageReader = true
             #expect(await rig.cli(["sim", "start", "--reader-kind", "image"]).code == 0)
             #expect(await rig.setPasscode().code == 0)
             let enrolled = try await offPool { rig.sandbox.enrollImages("right-index-finger", as: "alice") }
@@ -256,6 +260,7 @@ struct ImageReaderSecretServiceTests {
             let opened = await rig.wait(lookup)
             #expect(opened.code == 0 && opened.stdoutText == "pin-1234", "\(opened.stderr) \(rig.log)")
 
+            try await offPool { rig.sandbox.growFinger("mallory") }
             let stranger = try rig.start("/usr/bin/secret-tool", ["lookup", "service", "bank", "account", "ada"])
             #expect(await rig.touchWhenAsked("mallory", occurrence: 2), "\(rig.log)")
             let refused = await rig.wait(stranger)

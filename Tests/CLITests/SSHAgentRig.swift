@@ -19,6 +19,7 @@ final class SSHAgentRig {
     /// `imageReader`: the simulator's image reader (synthetic impressions).
     init(enroll: Bool = true, imageReader: Bool = false) throws {
         sandbox = try CLISandbox()
+        sandbox.imageReader = imageReader
         socket = sandbox.scratch + "/agent.sock"
         if imageReader, sandbox.run(["sim", "start", "--reader-kind", "image"]).code != 0 {
             throw RigFailure("sim start --reader-kind image failed")
@@ -60,6 +61,7 @@ final class SSHAgentRig {
     /// Runs `program`, which asks the agent for one signature; once the
     /// agent waits for a touch, touches the reader with `finger`.
     func runTouching(_ finger: String, _ program: String, _ arguments: [String]) -> CLIResult {
+        sandbox.growFinger(finger)
         let before = touchRequests
         let started: RunningCLI
         do {

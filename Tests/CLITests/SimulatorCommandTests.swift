@@ -59,7 +59,7 @@ struct SimulatorCommandTests {
         }
     }
 
-    @Test("sim print writes the synthetic impression the image reader gets, to a file or to standard output")
+    @Test("sim print writes the synthetic impression the image reader gets, to a file or to standard output; with a simulator's folder it keeps the master there, the impression the same")
     func printSyntheticFinger() async throws {
         try await blockingTest {
             let sandbox = try CLISandbox(startSimulator: false)
@@ -89,6 +89,16 @@ struct SimulatorCommandTests {
             let nowhere = sandbox.run(["sim", "print", "alice", "--output", sandbox.root + "/missing/a.png"])
             #expect(nowhere.code == 1)
             #expect(nowhere.stderr.contains("cannot write \(sandbox.root)/missing/a.png"))
+
+            // With a simulator's folder, the master is kept there for later
+            // touches and prints, and the impression is the same.
+            #expect(sandbox.run(["sim", "start", "--reader-kind", "image"]).code == 0)
+            let master = sandbox.home + "/sim/fingers/" + SyntheticFingerprints.fileName("alice")
+            #expect(!FileManager.default.fileExists(atPath: master))
+            let kept = sandbox.run(["sim", "print", "alice", "--impression", "2"])
+            #expect(kept.code == 0 && kept.stdout == png, "\(kept.stderr)")
+            #expect(FileManager.default.fileExists(atPath: master))
+            #expect(sandbox.run(["sim", "print", "alice", "--impression", "2"]).stdout == png, "the kept master gives the same impression")
         }
     }
 }
