@@ -72,24 +72,19 @@ extension SecretServiceProvider {
             return .success([("Locked", .bool(false)), ("Attributes", .strings(memory.attributes)), ("Label", .string(memory.label)),
                              ("Type", .string(memory.contentType)), ("Created", seconds(memory.created)), ("Modified", seconds(memory.modified))])
         case .vault(let reference, let collection):
-            do throws(KeychainError) {
-                let found: ReferencedItem
-                switch await resolve(reference, in: collection) {
-                case .success(let item): found = item
-                case .failure(let error): return .failure(error)
-                }
-                guard let attributes = found.item.attributes else {
-                    return .success([("Locked", .bool(true)), ("Attributes", .strings([:])), ("Label", .string("")),
-                                     ("Type", .string("text/plain")), ("Created", .uint64(0)), ("Modified", .uint64(0))])
-                }
-                return .success([("Locked", .bool(isLocked(found, for: client))),
-                                 ("Attributes", .strings(Self.clientAttributes(attributes))),
-                                 ("Label", .string(attributes.label ?? "")), ("Type", .string(attributes.contentType ?? "text/plain")),
-                                 ("Created", seconds(attributes.created)), ("Modified", seconds(attributes.modified))])
-            } catch {
-                if case .itemNotFound = error { return .failure(Self.noSuchObject(item.path)) }
-                return .failure(Self.dbusError(error))
+            let found: ReferencedItem
+            switch await resolve(reference, in: collection) {
+            case .success(let item): found = item
+            case .failure(let error): return .failure(error)
             }
+            guard let attributes = found.item.attributes else {
+                return .success([("Locked", .bool(true)), ("Attributes", .strings([:])), ("Label", .string("")),
+                                 ("Type", .string("text/plain")), ("Created", .uint64(0)), ("Modified", .uint64(0))])
+            }
+            return .success([("Locked", .bool(isLocked(found, for: client))),
+                             ("Attributes", .strings(Self.clientAttributes(attributes))),
+                             ("Label", .string(attributes.label ?? "")), ("Type", .string(attributes.contentType ?? "text/plain")),
+                             ("Created", seconds(attributes.created)), ("Modified", seconds(attributes.modified))])
         }
     }
 }

@@ -168,7 +168,7 @@ package final class SecretServiceSource: Sendable {
         for entry in answer.first?.entries ?? [] {
             guard let path = entry.key.objectPath, let parts = entry.value.tupleItems, parts.count == 4,
                   let parameters = parts[1].bytes, var value = parts[2].bytes else { continue }
-            defer { value.withUnsafeMutableBytes { $0.initializeMemory(as: UInt8.self, repeating: 0) } }
+            defer { secureWipe(&value) }
             let contentType = parts[3].string ?? ""
             if let key {
                 do {
