@@ -156,7 +156,7 @@ let package = Package(
                 linkerSettings: [.unsafeFlags(["-Xlinker", "-z", "-Xlinker", "nodelete"])] + staticProvider),
         .target(name: "TouchstoneSSH", dependencies: ["CSodium", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneModel"]),
         // The public API, over the engine seam.
-        .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneVault", "TouchstoneSimulator"],
+        .target(name: "Touchstone", dependencies: ["CSodium", "TouchstoneClient", "TouchstoneModel", "TouchstonePOSIX", "TouchstoneSecure", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneGLib", "TouchstoneVault", "TouchstoneSimulator"],
                 swiftSettings: testSupport),
         .target(name: "TouchstoneTestSupport", dependencies: ["Touchstone"]),
         // touchstoned's server: the listener, one session per connection

@@ -33,11 +33,19 @@ public final class TouchstoneDevice: Sendable {
     /// the engine waits for it.
     public static func withDevice<R>(_ configuration: Configuration = Configuration(),
                                      _ body: (TouchstoneDevice) async throws -> R) async throws -> R {
+        try await withDevice(configuration, engineOn: nil, body)
+    }
+
+    /// The same, an in-process engine running on `loop`'s thread (a
+    /// D-Bus connection's: its calls then reach the engine with no thread
+    /// switch) instead of a thread of its own. A daemon's device ignores it.
+    package static func withDevice<R>(_ configuration: Configuration, engineOn loop: (any EngineLoop)?,
+                                      _ body: (TouchstoneDevice) async throws -> R) async throws -> R {
         if case .daemon(let socket) = configuration.resolvedEngine {
             let device = TouchstoneDevice(engine: try DaemonEngine.open(configuration, socket: socket))
             return try await body(device)
         }
-        let thread = InProcessEngine.makeThread()
+        let thread = loop.map(DedicatedThread.hosted(on:)) ?? InProcessEngine.makeThread()
         return try await withTaskExecutorPreference(thread) {
             let device = TouchstoneDevice(engine: try await InProcessEngine.open(configuration, on: thread))
             do {

@@ -34,7 +34,9 @@ extension Session {
     }
 
     private func serve(on bus: DBusBus, replace: Bool, access: AccessControl) async throws {
-        try await withDevice { device in
+        // An embedded engine on the bus's thread: a call that reads the
+        // vault is answered where GDBus delivered it (docs/performance.md).
+        try await withDevice(engineOn: bus.thread) { device in
             let prompter = Prompter(pinentry: Prompter.pinentry(environment: ProcessInfo.processInfo.environment),
                                     log: { Output.progress("touchstone secret-service: " + $0) })
             let provider = try await SecretServiceProvider(bus: bus, device: device, access: access, prompter: prompter)
@@ -81,7 +83,7 @@ extension Session {
         }
         Output.progress("importing from \(source.ownerProgram ?? source.owner)" + (source.isEncrypted ? "" : " (a plain session: it offers no encrypted one)")
                         + (dryRun ? "; a dry run: nothing is added" : ""))
-        let outcome = try await withDevice { device in
+        let outcome = try await withDevice(engineOn: bus.thread) { device in
             let run = SecretServiceImport(source: source, device: device, access: access, dryRun: dryRun,
                                           unlockTimeout: .seconds(max(options.timeout.components.seconds, 300)),
                                           log: { Output.progress($0) })

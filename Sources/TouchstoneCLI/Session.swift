@@ -33,8 +33,8 @@ final class Session {
     /// device's engine thread), and closes it, the reader released,
     /// whether `body` returns or throws. With the simulator's TPM, a
     /// simulator that is not running is exit 11 with the hint to start it.
-    func withDevice<R>(_ body: (TouchstoneDevice) async throws -> R) async throws -> R {
-        try await TouchstoneDevice.withDevice(configuration, body)
+    func withDevice<R>(engineOn loop: (any EngineLoop)? = nil, _ body: (TouchstoneDevice) async throws -> R) async throws -> R {
+        try await TouchstoneDevice.withDevice(configuration, engineOn: loop, body)
     }
 
     /// A fresh context that talks to the person through the terminal.

@@ -245,7 +245,7 @@ final class ProviderObject: DBusObject {
 
     func handle(_ call: DBusCall) {
         guard let provider else { return call.fail(SecretError.failed, "the provider is stopping") }
-        Task { call.answer(await provider.dispatch(call)) }
+        Task(executorPreference: provider.device.engine.taskExecutor) { call.answer(await provider.dispatch(call)) }
     }
 
     func property(_ name: String, interface: String, path: String) -> DBusValue? { nil }

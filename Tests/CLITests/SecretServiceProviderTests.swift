@@ -11,6 +11,13 @@ import TouchstoneSecure
 /// Chromium calls it, git through git-credential-libsecret.
 @Suite("Secret Service provider with real clients")
 struct SecretServiceProviderTests {
+    /// The names of a process's threads (/proc/PID/task/*/comm).
+    static func threadNames(_ pid: pid_t) -> [String] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        return tasks.compactMap { try? String(contentsOfFile: "/proc/\(pid)/task/\($0)/comm", encoding: .utf8) }
+            .map { $0.trimmingCharacters(in: .newlines) }
+    }
+
     @Test("secret-tool store, lookup, search and clear; an item of the CLI is found by service and account, and the other way round")
     func secretTool() async throws {
         try await SecretServiceRig.with() { rig in
@@ -39,6 +46,9 @@ struct SecretServiceProviderTests {
             #expect(await rig.secretTool(["lookup", "service", "mail", "account", "ada"]).code != 0)
             #expect(await rig.cli(["--sim", "get", "mail", "ada"]).code == 8)
             #expect(await rig.secretTool(["lookup", "service", "cli", "account", "bob"]).stdoutText == "from-cli")
+            // The embedded engine ran on the bus's thread: no engine thread of its own.
+            let threads = rig.provider.map { Self.threadNames($0.pid) } ?? []
+            #expect(threads.contains("touchstone-dbus") && !threads.contains("ts-engine"), "\(threads)")
             // SIGTERM ends it with 0; a new one finds everything.
             #expect(await rig.stopProvider()?.code == 0)
             try await rig.startProvider()

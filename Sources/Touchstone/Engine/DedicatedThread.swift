@@ -16,6 +16,12 @@ import TouchstoneSecure
 /// needs (`recycle()`) waits, idle, for the next engine (`make()`): the
 /// threads never end, so none is still tearing down its thread-locals
 /// (OpenSSL's among them) while the process exits.
+///
+/// Or the thread is another loop's (`hosted(on:)`): the engine's work then
+/// runs between that loop's own events, on its thread. The Secret Service
+/// provider runs its engine on its D-Bus connection's thread, so a call
+/// that reads the vault is answered where GDBus delivered it, with no
+/// thread woken in between.
 package final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
     /// The name `ps -T` and debuggers show (at most 15 bytes, the kernel's limit).
     static let name = "ts-engine"
@@ -36,8 +42,19 @@ package final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
     private let available = DispatchSemaphore(value: 0)
     /// The thread, once it runs.
     private let thread = Locked<pthread_t?>(nil)
+    /// The loop whose thread this is (`hosted(on:)`), and how many of the
+    /// work it was given has not run yet; nil: a thread of its own.
+    private let host: (loop: any EngineLoop, queued: Locked<Int>)?
+
+    /// The engine's work on `loop`'s thread, between that loop's own events.
+    package static func hosted(on loop: any EngineLoop) -> DedicatedThread { DedicatedThread(host: loop) }
+
+    private init(host loop: any EngineLoop) {
+        host = (loop, Locked(0))
+    }
 
     private init() {
+        host = nil
         let started = DispatchSemaphore(value: 0)
         Thread { [self] in
             Thread.current.name = Self.name
@@ -50,7 +67,8 @@ package final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
 
     /// Whether the caller runs on this thread.
     var isCurrent: Bool {
-        thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
+        if let host { return host.loop.isCurrent }
+        return thread.withLock { $0.map { pthread_equal($0, pthread_self()) != 0 } ?? false }
     }
 
     package func enqueue(_ job: consuming ExecutorJob) {
@@ -73,11 +91,25 @@ package final class DedicatedThread: SerialExecutor, TaskExecutor, Sendable {
 
     /// Gives the thread back for the next engine, once the work already
     /// queued has run (its engine is gone, so none comes after).
+    /// (A hosted one stays with its loop.)
     func recycle() {
+        guard host == nil else { return }
         submit { [self] in Self.idle.withLock { $0.append(self) } }
     }
 
     private func submit(_ body: @escaping @Sendable () -> Void) {
+        if let host {
+            // The stack scrubbed whenever the work given has all run, as
+            // the loop below does.
+            host.queued.withLock { $0 += 1 }
+            return host.loop.submit {
+                body()
+                if host.queued.withLock({ queued in
+                    queued -= 1
+                    return queued == 0
+                }) { scrubStack() }
+            }
+        }
         work.withLock { $0.append(body) }
         available.signal()
     }
