@@ -6,8 +6,9 @@ import TouchstoneSecure
 /// another provider (`SecretServiceSource`) into this vault, each item in
 /// a collection of the same name and label (`CollectionBook`), with its
 /// label, attributes, secret, content type and times. Nothing in the source
-/// changes (a collection it unlocked is locked again). Running it again adds
-/// nothing twice.
+/// changes (a collection it unlocked is locked again; an item it unlocked
+/// was unlocked for its connection only). Running it again adds nothing
+/// twice.
 package struct SecretServiceImport: Sendable {
     let source: SecretServiceSource
     let device: TouchstoneDevice
@@ -107,7 +108,7 @@ package struct SecretServiceImport: Sendable {
             if collection.locked {
                 log("unlocking “\(name)” in \(source.ownerProgram ?? "the source"): answer its prompt")
                 let unlocked: Bool
-                do { unlocked = try await source.unlock(collection.path, timeout: unlockTimeout) } catch {
+                do { unlocked = try await source.unlock([collection.path], timeout: unlockTimeout).contains(collection.path) } catch {
                     for path in paths { outcome.failed.append(Entry(collection: name, label: path, why: error.description)) }
                     continue
                 }
@@ -129,16 +130,34 @@ package struct SecretServiceImport: Sendable {
     }
 
     private func importBatch(_ paths: [String], from name: String, into target: String, _ outcome: inout Outcome) async throws(SecretServiceSource.Failure) {
-        let secrets = try await source.secrets(paths)
+        var items: [String: SecretServiceSource.Item] = [:]
         for path in paths {
-            let item: SecretServiceSource.Item
-            do { item = try await source.item(path) } catch {
+            do { items[path] = try await source.item(path) } catch {
                 outcome.failed.append(Entry(collection: name, label: path, why: error.description))
-                continue
             }
+        }
+        var secrets = try await source.secrets(paths)
+        // Items locked by themselves (their collection open): unlocked
+        // through the source's own prompt, one for the batch. Such an
+        // unlock is the import's connection's, and ends with it (they are
+        // not locked again here: KeePassXC would lock their whole database).
+        let locked = paths.filter { secrets[$0] == nil && items[$0]?.locked == true }
+        var stayedLocked = "it stayed locked (the source's prompt was dismissed)"
+        if !locked.isEmpty {
+            log("unlocking \(locked.count == 1 ? "an item" : "\(locked.count) items") of “\(name)” in \(source.ownerProgram ?? "the source"): answer its prompt")
+            do {
+                let opened = try await source.unlock(locked, timeout: unlockTimeout)
+                if !opened.isEmpty { secrets.merge(try await source.secrets(locked.filter(opened.contains))) { _, again in again } }
+            } catch {
+                stayedLocked = error.description
+            }
+        }
+        for path in paths {
+            guard let item = items[path] else { continue }
             let label = item.label.isEmpty ? path : item.label
             guard let (secret, contentType) = secrets[path] else {
-                outcome.failed.append(Entry(collection: name, label: label, why: "the source gave no secret for it (locked?)"))
+                let why = item.locked ? stayedLocked : "the source gave no secret for it (locked?)"
+                outcome.failed.append(Entry(collection: name, label: label, why: why))
                 continue
             }
             switch await add(item, secret: secret, contentType: contentType, to: target) {

@@ -42,6 +42,10 @@ package final class SecretServiceSource: Sendable {
         package let attributes: [String: String]
         package let created: Date?
         package let modified: Date?
+        /// Locked for this client by itself, its collection open (a
+        /// Touchstone item that needs a touch; a KeePassXC entry whose
+        /// access it confirms).
+        package let locked: Bool
     }
 
     /// Opens a session with the provider that owns org.freedesktop.secrets on `bus`.
@@ -104,24 +108,29 @@ package final class SecretServiceSource: Sendable {
         return path
     }
 
-    /// Unlocks `path` through the source's own prompt (gnome-keyring asks
-    /// for the keyring's password in its dialog), waiting up to `timeout`
-    /// for the person. True when it is unlocked.
-    package func unlock(_ path: String, timeout: Duration) async throws(Failure) -> Bool {
-        let answer = try await call(Self.servicePath, Self.service, "Unlock", [.array(element: "o", [.objectPath(path)])])
+    /// Unlocks `paths` (collections or items) through the source's own
+    /// prompt (gnome-keyring asks for the keyring's password in its
+    /// dialog, another Touchstone for a touch), waiting up to `timeout` for
+    /// the person. The paths it unlocked: those it said were open, and
+    /// those its prompt's result names (all that were asked, when a prompt
+    /// that was not dismissed names none).
+    package func unlock(_ paths: [String], timeout: Duration) async throws(Failure) -> Set<String> {
+        let answer = try await call(Self.servicePath, Self.service, "Unlock", [.array(element: "o", paths.map { .objectPath($0) })])
         guard answer.count == 2, let prompt = answer[1].objectPath else { throw Failure("its Unlock answered \(answer)") }
-        if prompt == "/" { return answer[0].arrayItems?.contains { $0.objectPath == path } ?? false }
-        let (completions, completed) = AsyncStream<Bool>.makeStream()
+        let open = Set(answer[0].arrayItems?.compactMap(\.objectPath) ?? [])
+        if prompt == "/" { return open.intersection(paths) }
+        let (completions, completed) = AsyncStream<(dismissed: Bool, unlocked: [String])>.makeStream()
         do {
             try await bus.subscribe(sender: owner, interface: "org.freedesktop.Secret.Prompt", member: "Completed", path: prompt) { arguments in
-                completed.yield(arguments.first?.bool ?? true)
+                let unlocked = arguments.count > 1 ? arguments[1].variantValue?.arrayItems?.compactMap(\.objectPath) ?? [] : []
+                completed.yield((arguments.first?.bool ?? true, unlocked))
                 completed.finish()
             }
         } catch {
             throw Failure("cannot follow its prompt: \(error)")
         }
         _ = try await call(prompt, "org.freedesktop.Secret.Prompt", "Prompt", [.string("")])
-        let dismissed = await withTaskGroup(of: Bool?.self) { group in
+        let outcome = await withTaskGroup(of: (dismissed: Bool, unlocked: [String])?.self) { group in
             group.addTask { await completions.first { _ in true } }
             group.addTask {
                 try? await Task.sleep(for: timeout)
@@ -130,11 +139,12 @@ package final class SecretServiceSource: Sendable {
             defer { group.cancelAll() }
             return await group.next() ?? nil
         }
-        guard let dismissed else {
+        guard let outcome else {
             _ = try? await Self.call(bus, prompt, "org.freedesktop.Secret.Prompt", "Dismiss", [])
-            throw Failure("its prompt to unlock \(path) was not answered within \(timeout)")
+            throw Failure("its prompt to unlock \(paths.count == 1 ? paths[0] : "\(paths.count) objects") was not answered within \(timeout)")
         }
-        return !dismissed
+        guard !outcome.dismissed else { return open.intersection(paths) }
+        return outcome.unlocked.isEmpty ? Set(paths) : open.union(outcome.unlocked).intersection(paths)
     }
 
     /// Locks what this import unlocked again, as it was found.
@@ -156,7 +166,9 @@ package final class SecretServiceSource: Sendable {
             guard case .uint64(let seconds)? = try? await property(path, Self.itemInterface, name), seconds > 0 else { return nil }
             return Date(timeIntervalSince1970: TimeInterval(seconds))
         }
-        return Item(path: path, label: label, attributes: attributes, created: await date("Created"), modified: await date("Modified"))
+        let locked = (try? await property(path, Self.itemInterface, "Locked"))?.bool ?? false
+        return Item(path: path, label: label, attributes: attributes, created: await date("Created"), modified: await date("Modified"),
+                    locked: locked)
     }
 
     /// The secrets of `paths` (their content types), through the session:

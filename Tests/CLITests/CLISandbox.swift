@@ -103,8 +103,8 @@ final class CLISandbox {
 
     /// On the image reader, grows simulated finger `id`'s master print
     /// into the simulator's `sim/fingers` (`sim print`) before a command
-    /// waits for its touch: seconds of a core in a debug build, a minute
-    /// on a machine busy with the whole suite, which would otherwise count
+    /// waits for its touch: half a second of a core, far more on a machine
+    /// busy with the whole suite (once over a minute), which would otherwise count
     /// against the wait (the daemon caps each at 60 s). What a test
     /// checks is the match, never how long a master takes to grow.
     func growFinger(_ id: String) {

@@ -190,8 +190,8 @@ struct ImageReaderCLITests {
 
 extension CLISandbox {
     /// How long the image reader's tests wait for a touch (`--timeout`):
-    /// a finger's first impression grows its master print (seconds in a
-    /// debug build, more on a machine busy with the whole suite), and what
+    /// a finger's first impression grows its master print (`growFinger`
+    /// does it ahead; far longer on a machine busy with the whole suite), and what
     /// these tests check is the match, never the timeout.
     static let imageTouchTimeout = "600"
 

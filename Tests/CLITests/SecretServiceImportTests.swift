@@ -136,47 +136,66 @@ struct SecretServiceImportTests {
         }
     }
 
+    /// Another Touchstone state folder's provider on the rig's bus, as a
+    /// source, with alice's finger enrolled; `body` gets its sandbox and
+    /// process. Every blocking step off the cooperative pool, which other
+    /// tests' tasks need.
+    static func withTouchstoneSource(_ rig: SecretServiceRig,
+                                     _ body: (CLISandbox, RunningCLI) async throws -> Void) async throws {
+        let (source, provider) = try await offPool { () throws -> (CLISandbox, RunningCLI) in
+            let source = try CLISandbox()
+            source.extraEnvironment = rig.sandbox.extraEnvironment
+            #expect(source.setPasscode().code == 0)
+            #expect(source.enroll("right-index-finger", as: "alice").code == 0)
+            let provider = try source.start(["--sim", "secret-service"])
+            #expect(provider.waitForStderr("serving org.freedesktop.secrets"), "\(provider.stderrSoFar)")
+            return (source, provider)
+        }
+        defer {
+            // Already stopped below unless the body threw: then without waiting.
+            if provider.poll() == nil { provider.signal(SIGKILL) }
+            source.close()
+        }
+        try await body(source, provider)
+        _ = try await offPool { () -> CLIResult in
+            provider.signal(SIGTERM)
+            return provider.wait(timeout: 30)
+        }
+    }
+
+    /// Runs the import into the rig's vault, touching the source's reader
+    /// with `finger` when its provider waits for a touch the
+    /// `occurrence`th time.
+    static func importTouching(_ rig: SecretServiceRig, source: CLISandbox, provider: RunningCLI,
+                               _ finger: String, occurrence: Int) async throws -> CLIResult {
+        let running = try rig.start(CLIProcess.binary, ["--sim", "import", "--from-secret-service"])
+        let touched = try await offPool { () -> Bool in
+            let deadline = Date().addingTimeInterval(60)
+            while Date() < deadline {
+                if provider.stderrSoFar.components(separatedBy: "waiting for a touch").count > occurrence {
+                    return source.run(["sim", "touch", finger, "--wait", "60"]).code == 0
+                }
+                usleep(20_000)
+            }
+            return false
+        }
+        #expect(touched, "\(provider.stderrSoFar)")
+        return await rig.wait(running)
+    }
+
     @Test("a source's locked collection is unlocked through the source's own prompt (here another Touchstone's: a touch), imported, and locked again as it was found; a stranger's touch leaves it locked and its items fail, the rest imported")
     func lockedSourceCollection() async throws {
         try await SecretServiceRig.with { rig in
             #expect(await rig.setPasscode().code == 0)
-            // The source: another Touchstone state folder's provider on the same bus.
-            // Every blocking step off the cooperative pool, which other tests' tasks need.
-            let (source, provider) = try await offPool { () throws -> (CLISandbox, RunningCLI) in
-                let source = try CLISandbox()
-                source.extraEnvironment = rig.sandbox.extraEnvironment
-                #expect(source.setPasscode().code == 0)
-                #expect(source.enroll("right-index-finger", as: "alice").code == 0)
-                let provider = try source.start(["--sim", "secret-service"])
-                #expect(provider.waitForStderr("serving org.freedesktop.secrets"), "\(provider.stderrSoFar)")
-                return (source, provider)
-            }
-            defer {
-                // Already stopped below unless the test threw: then without waiting.
-                if provider.poll() == nil { provider.signal(SIGKILL) }
-                source.close()
-            }
+            try await Self.withTouchstoneSource(rig) { source, provider in
             let collections = SecretServiceCollectionTests.script
             #expect(await rig.run("/usr/bin/python3", [collections, "create", "Work", "work"]).code == 0)
             #expect(await rig.run("/usr/bin/python3", [collections, "store", "alias:work", "VPN", "service=vpn"], stdin: Array("vpn-secret".utf8)).code == 0)
             #expect(await rig.run("/usr/bin/python3", [collections, "store", "alias:default", "Mail", "service=mail"], stdin: Array("mail-secret".utf8)).code == 0)
             #expect(await Self.fixture(rig, ["lock", "Work"]).code == 0)
 
-            /// Runs the import, touching the source's reader with `finger` when its prompt waits.
             func importTouching(_ finger: String, occurrence: Int) async throws -> CLIResult {
-                let running = try rig.start(CLIProcess.binary, ["--sim", "import", "--from-secret-service"])
-                let touched = try await offPool { () -> Bool in
-                    let deadline = Date().addingTimeInterval(60)
-                    while Date() < deadline {
-                        if provider.stderrSoFar.components(separatedBy: "waiting for a touch").count > occurrence {
-                            return source.run(["sim", "touch", finger, "--wait", "60"]).code == 0
-                        }
-                        usleep(20_000)
-                    }
-                    return false
-                }
-                #expect(touched, "\(provider.stderrSoFar)")
-                return await rig.wait(running)
+                try await Self.importTouching(rig, source: source, provider: provider, finger, occurrence: occurrence)
             }
 
             let refused = try await importTouching("mallory", occurrence: 1)
@@ -189,9 +208,35 @@ struct SecretServiceImportTests {
             #expect(await Self.fixture(rig, ["is-locked", "Work"]).stdoutText == "locked=True\n", "locked again, as it was found")
             let list = await rig.cli(["--sim", "list"]).stdoutText
             #expect(list.contains("VPN") && list.contains("Mail"), "\(list)")
-            _ = try await offPool { () -> CLIResult in
-                provider.signal(SIGTERM)
-                return provider.wait(timeout: 30)
+            }
+        }
+    }
+
+    @Test("a source's item locked by itself (another Touchstone's item that needs a touch, its collection open) is unlocked through the source's own prompt and imported byte for byte; a stranger's touch leaves it locked and it fails (exit 1), the open item imported")
+    func lockedSourceItem() async throws {
+        try await SecretServiceRig.with { rig in
+            #expect(await rig.setPasscode().code == 0)
+            try await Self.withTouchstoneSource(rig) { source, provider in
+                // The source's items: one open, one that asks for a touch (made by its CLI).
+                #expect(await rig.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "mail-secret").code == 0)
+                let added = try await offPool {
+                    source.run(["--sim", "add", "bank", "me", "--label", "Bank", "--access", "biometry-any"], stdin: Array("bank-secret".utf8))
+                }
+                #expect(added.code == 0, "\(added.stderr)")
+
+                let refused = try await Self.importTouching(rig, source: source, provider: provider, "mallory", occurrence: 0)
+                #expect(refused.code == 1 && refused.stdoutText.contains("it stayed locked"), "\(refused.stdoutText) \(refused.stderr)")
+                #expect(refused.stdoutText.contains("found 2, added 1, skipped 0, failed 1"), "\(refused.stdoutText)")
+                #expect(refused.stderr.contains("unlocking an item of"), "\(refused.stderr)")
+                #expect(await rig.cli(["--sim", "get", "bank", "me"]).code == 8, "not imported")
+
+                let opened = try await Self.importTouching(rig, source: source, provider: provider, "alice", occurrence: 1)
+                #expect(opened.code == 0 && opened.stdoutText.contains("found 2, added 1, skipped 1, failed 0"), "\(opened.stdoutText) \(opened.stderr)")
+                let bank = await rig.cli(["--sim", "get", "bank", "me"])
+                #expect(bank.code == 0 && bank.stdoutText == "bank-secret", "\(bank.stderr)")
+                #expect(await rig.cli(["--sim", "list"]).stdoutText.contains("Mail"))
+                // The source still asks for its touch: the import's unlock was its own connection's.
+                #expect(await Self.fixture(rig, ["is-locked-item", "Bank"]).stdoutText == "locked=True\n")
             }
         }
     }

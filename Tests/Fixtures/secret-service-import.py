@@ -94,7 +94,14 @@ def is_locked(conn, args):
     print("locked=%s" % collection(conn, args[0]).is_locked())
 
 
-steps = {"populate": populate, "populate-typed": populate_typed, "store-big": store_big, "dump": dump, "lock": lock, "is-locked": is_locked}
+def is_locked_item(conn, args):
+    """Whether the item labelled args[0] is locked to a new client (this one)."""
+    found = [item for found in secretstorage.get_all_collections(conn) for item in found.get_all_items() if item.get_label() == args[0]]
+    print("locked=%s" % (found[0].is_locked() if found else "missing"))
+
+
+steps = {"populate": populate, "populate-typed": populate_typed, "store-big": store_big, "dump": dump, "lock": lock, "is-locked": is_locked,
+         "is-locked-item": is_locked_item}
 
 if __name__ == "__main__":
     steps[sys.argv[1]](secretstorage.dbus_init(), sys.argv[2:])

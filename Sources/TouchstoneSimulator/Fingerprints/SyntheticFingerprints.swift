@@ -14,8 +14,8 @@ package final class SyntheticFingerprints: Sendable {
 
     /// One finger's place in the cache: its master once made. Callers
     /// asking for the same finger at once wait for one master rather than
-    /// each growing their own (a fifth of a second of a core, four seconds
-    /// in a debug build); other fingers are made meanwhile.
+    /// each growing their own (a fifth of a second of a core; this module
+    /// is optimised in debug builds too); other fingers are made meanwhile.
     private final class Slot: Sendable {
         let master = Mutex<SyntheticFinger?>(nil)
     }
