@@ -12,7 +12,9 @@ package protocol FIDOAuthenticatorStore: Sendable {
     func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
               reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential
     /// Built-in user verification on its own (a finger, or the passcode):
-    /// what a token for credential management needs.
+    /// what a token for credential management needs, and, Touchstone's
+    /// user presence being the same, what selection and an excluded
+    /// registration wait for.
     func verifyUser(reason: String) async throws(CTAP2.Status)
     /// Every credential (credential management).
     func allCredentials() async throws(CTAP2.Status) -> [FIDOCredentialInfo]
@@ -109,7 +111,11 @@ package actor CTAP2Authenticator {
             case .makeCredential: response = try await makeCredential(parameters)
             case .getAssertion: response = try await getAssertion(parameters)
             case .getNextAssertion: response = try await getNextAssertion()
-            case .selection: response = nil
+            case .selection:
+                // The person's presence (CTAP 2.1's authenticatorSelection):
+                // a client asks every authenticator and keeps the one touched.
+                try await awaitPresence(reason: "choose this authenticator (a client asks which one to use)")
+                response = nil
             case .clientPIN: response = try await clientPIN(parameters)
             case .credentialManagement: response = try await credentialManagement(parameters)
             case .reset:
@@ -199,12 +205,19 @@ package actor CTAP2Authenticator {
                 if flag { outputs.append(.init(.text("hmac-secret"), .bool(true))) }
             }
         }
+        let uv = options["uv"] ?? false || tokenVerified
         if let exclude = p[5] {
             let ids = try Self.credentialIDs(exclude)
             let existing = try await store.credentials(relyingParty: rpID)
-            if existing.contains(where: { ids.contains($0.id) }) { throw .credentialExcluded }
+            // A credential that needs verification (credProtect 3) is not
+            // revealed to a request without it (CTAP 2.1); one that is
+            // excluded is said so only after the person's presence, so that
+            // a page cannot learn without them which credentials are here.
+            if existing.contains(where: { ids.contains($0.id) && (uv || $0.credProtect < 3) }) {
+                try await awaitPresence(reason: "\(rpID) asks to register again, and this authenticator is already registered there")
+                throw .credentialExcluded
+            }
         }
-        let uv = options["uv"] ?? false || tokenVerified
         let request = FIDOCredentialRequest(relyingParty: rpID, userID: userID, userName: userName, userDisplayName: displayName,
                                             discoverable: options["rk"] ?? false, verificationRequired: credProtect == 3,
                                             credProtect: credProtect, access: access, hmacSecret: hmacSecret)
@@ -220,6 +233,16 @@ package actor CTAP2Authenticator {
             .init(.int(2), .bytes(made.attestation.authenticatorData)),
             .init(.int(3), .map([.init(.text("alg"), .int(AuthenticatorData.es256)), .init(.text("sig"), .bytes(signature))])),
         ])
+    }
+
+    /// Waits for the person's presence: OPERATION_DENIED when it is
+    /// refused or does not come, KEEPALIVE_CANCEL when the client cancelled.
+    private func awaitPresence(reason: String) async throws(CTAP2.Status) {
+        do {
+            try await store.verifyUser(reason: reason)
+        } catch {
+            throw error == .keepaliveCancel || error == .userActionTimeout ? error : .operationDenied
+        }
     }
 
     /// The attestation formats offered, the default first: `packed` self

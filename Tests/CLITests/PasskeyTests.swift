@@ -9,7 +9,7 @@ import TestRigs
 /// Touches come from the simulated reader when the authenticator asks.
 @Suite("Passkeys: fido serve over UDP, python-fido2 as the browser, py_webauthn as the website")
 struct PasskeyTests {
-    @Test("register and sign in with the owner's touch (UV set, packed self attestation verified, the counter rising), discoverable sign-in, PRF (hmac-secret) stable per salt, a stranger's touch gives no assertion, credential management lists and deletes (not for a stranger), the excludeList refuses a second registration, CTAPHID garbage is answered with errors and the next client is served", arguments: SecurityKeyRig.Engine.allCases)
+    @Test("register and sign in with the owner's touch (UV set, packed self attestation verified, the counter rising), discoverable sign-in, PRF (hmac-secret) stable per salt, a stranger's touch gives no assertion, credential management lists and deletes (not for a stranger), the excludeList refuses a second registration after the owner's touch (a stranger's: denied), CTAPHID garbage is answered with errors and the next client is served", arguments: SecurityKeyRig.Engine.allCases)
     func registerAndSignIn(_ engine: SecurityKeyRig.Engine) async throws {
         try await blockingTest {
             let rig = try SecurityKeyRig(engine)
@@ -58,7 +58,13 @@ struct PasskeyTests {
             let listedIDs = parties.flatMap { ($0["credentials"] as? [[String: Any]] ?? []).compactMap { $0["credentialId"] as? String } }
             #expect(listedIDs == [id] && parties.first?["rp"] as? String == "touchstone.test", "\(listedByCTAP)")
 
-            let excluded = passkeys.scenario(["register", "--user", "alice", "--exclude"], touching: nil)
+            // An excluded registration is said so only after the owner's
+            // touch (a page learns nothing of the credentials here without
+            // the person); a stranger's touch: denied.
+            let excludedForStranger = passkeys.scenario(["register", "--user", "alice", "--exclude"], touching: SecurityKeyRig.stranger)
+            #expect(excludedForStranger["ok"] as? Bool == false && excludedForStranger["ctapError"] as? String == "OPERATION_DENIED",
+                    "\(excludedForStranger)")
+            let excluded = passkeys.scenario(["register", "--user", "alice", "--exclude"], touching: SecurityKeyRig.owner)
             #expect(excluded["ok"] as? Bool == false && excluded["ctapError"] as? String == "CREDENTIAL_EXCLUDED", "\(excluded)")
             #expect(rig.touchstone(["fido", "list", "--json"]).stdoutText.components(separatedBy: "touchstone.test").count == 2,
                     "the refused registration left a credential")

@@ -182,8 +182,40 @@ struct CTAP2AuthenticatorTests {
         #expect(try Self.answer(await authenticator.handle(Self.makeCredential())).0 == 0)
         let id = try #require(store.credentials.withLock { $0.first?.id })
         let excluded = Self.makeCredential(extra: [.init(.int(5), .array([.map([.init(.text("id"), .bytes(id)), .init(.text("type"), .text("public-key"))])]))])
+        store.calls.withLock { $0 = [] }
         #expect(await authenticator.handle(excluded) == [CTAP2.Status.credentialExcluded.rawValue])
+        #expect(store.calls.withLock { $0 } == ["list example.org", "verify"], "said only after the person's presence")
         #expect(store.credentials.withLock { $0.count } == 1)
+        // Presence refused: the page learns nothing, and nothing is made.
+        store.refuse.store(true, ordering: .relaxed)
+        #expect(await authenticator.handle(excluded) == [CTAP2.Status.operationDenied.rawValue])
+        store.refuse.store(false, ordering: .relaxed)
+        #expect(store.credentials.withLock { $0.count } == 1)
+    }
+
+    @Test("an excluded credential with credProtect 3 is not revealed to a request without user verification (a new one is made), and is to one with it (CREDENTIAL_EXCLUDED after presence)")
+    func excludedNeedsVerification() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        let protected: [CBOR.Entry] = [.init(.int(6), .map([.init(.text("credProtect"), .int(3))]))]
+        #expect(try Self.answer(await authenticator.handle(Self.makeCredential(extra: protected))).0 == 0)
+        let id = try #require(store.credentials.withLock { $0.first?.id })
+        let exclude: CBOR.Entry = .init(.int(5), .array([.map([.init(.text("id"), .bytes(id)), .init(.text("type"), .text("public-key"))])]))
+        #expect(try Self.answer(await authenticator.handle(Self.makeCredential(extra: [exclude]))).0 == 0)
+        #expect(store.credentials.withLock { $0.count } == 2)
+        let verified = Self.makeCredential(options: [.init(.text("uv"), .bool(true))], extra: [exclude])
+        #expect(await authenticator.handle(verified) == [CTAP2.Status.credentialExcluded.rawValue])
+        #expect(store.credentials.withLock { $0.count } == 2)
+    }
+
+    @Test("selection answers only after the person's presence; refused, OPERATION_DENIED")
+    func selectionWaitsForPresence() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        #expect(await authenticator.handle([CTAP2.Command.selection.rawValue]) == [CTAP2.Status.success.rawValue])
+        #expect(store.calls.withLock { $0 } == ["verify"])
+        store.refuse.store(true, ordering: .relaxed)
+        #expect(await authenticator.handle([CTAP2.Command.selection.rawValue]) == [CTAP2.Status.operationDenied.rawValue])
     }
 
     @Test("a probe (up false) answers the listed credential with no signature and never asks the store to sign; a real assertion does")
