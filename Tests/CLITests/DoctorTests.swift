@@ -3,6 +3,7 @@ import Glibc
 import Testing
 import TestRigs
 import TouchstoneDBus
+import TouchstoneTPM
 
 /// `touchstone doctor` against the real parts it looks at: the simulator,
 /// its touchstoned, a private session bus with Touchstone's provider or
@@ -213,7 +214,7 @@ struct DoctorTests {
         }
     }
 
-    @Test("the TPM: the simulator's by TCTI ok; a swtpm TCTI or a device TCTI that points nowhere, and the simulator stopped, are problems with their fix")
+    @Test("the TPM: the simulator's by TCTI ok; in dictionary-attack lockout after wrong passcodes a problem whose fix (tpm2_dictionarylockout) makes it ok again; a swtpm TCTI or a device TCTI that points nowhere, and the simulator stopped, are problems with their fix")
     func tpm() async throws {
         try await blockingTest {
             let sandbox = try CLISandbox()
@@ -221,6 +222,24 @@ struct DoctorTests {
             let tpmFinding = { (options: [String]) throws -> Finding in try #require(try Self.doctor(sandbox, options).findings["tpm"]) }
             let reached = try tpmFinding(["--tpm", "swtpm:path=\(sandbox.home)/sim/tpm/sock", "--reader", "sim"])
             #expect(reached.state == "ok" && reached.detail.contains("not in dictionary-attack lockout"), "\(reached)")
+
+            // Wrong passcodes until the TPM locks out (two tries, to keep it short).
+            #expect(sandbox.setPasscode().code == 0)
+            do {
+                let tpm = try TPM(tcti: "swtpm:path=\(sandbox.home)/sim/tpm/sock")
+                try tpm.setDictionaryAttackParameters(maxTries: 2, recoveryTime: 600, lockoutRecovery: 600)
+            }
+            let change = ["--sim", "passcode", "change", "--passcode-fd", "0"]
+            for _ in 0..<2 { #expect(sandbox.run(change, stdin: CLISandbox.line("wrong") + CLISandbox.line("new")).code == 2) }
+            let locked = try tpmFinding(["--sim"])
+            #expect(locked.state == "problem" && locked.detail.contains("in dictionary-attack lockout (2 of 2 failed passcode tries)"), "\(locked)")
+            let fix = try #require(locked.fix?.components(separatedBy: "or clear it with the TPM's lockout authorization: ").last, "\(locked)")
+            #expect(fix.hasPrefix("tpm2_dictionarylockout --clear-lockout -T swtpm:"), "\(fix)")
+            let words = fix.split(separator: " ").map(String.init)
+            let cleared = try ChildProcessResult.run("/usr/bin/" + words[0], Array(words.dropFirst()))
+            #expect(cleared.status == 0, "\(cleared.output)")
+            let again = try tpmFinding(["--sim"])
+            #expect(again.state == "ok" && again.detail.contains("not in dictionary-attack lockout (0 of 2"), "\(again)")
 
             let nowhere = sandbox.scratch + "/nowhere"
             let swtpm = try tpmFinding(["--tpm", "swtpm:path=\(nowhere)", "--reader", "sim"])
