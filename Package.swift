@@ -202,7 +202,7 @@ let package = Package(
         .testTarget(name: "TPMTests", dependencies: ["TestRigs", "TestScopes", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneFingerprint", "TouchstoneSimulator", "CTSS2", "CTSSCryptoContext",
                                                  "COpenSSL"],
                     linkerSettings: exportSharedCryptoContext),
-        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "TestScopes", "Touchstone", "TouchstoneFIDO", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator"]),
+        .testTarget(name: "TouchstoneTests", dependencies: ["TestRigs", "TestScopes", "Touchstone", "TouchstoneFIDO", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTestSupport", "TouchstoneVault", "TouchstoneTPM", "TouchstoneFingerprint", "TouchstoneGLib", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "VaultTests", dependencies: ["TestRigs", "TestScopes", "TouchstonePOSIX", "TouchstoneVault", "TouchstoneTPM", "TouchstoneSecure", "TouchstoneSimulator"]),
         .testTarget(name: "FingerprintTests", dependencies: ["TestRigs", "TouchstoneFingerprint", "TouchstoneSecure", "TouchstoneSimulator", "CFPrint", "CPNG"]),
         .testTarget(name: "DBusTests", dependencies: ["TestRigs", "TouchstoneDBus", "TouchstoneSecure"],

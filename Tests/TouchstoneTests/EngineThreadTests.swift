@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestRigs
+import TouchstoneGLib
 @testable import Touchstone
 @testable import TouchstoneVault
 
@@ -13,6 +14,21 @@ struct EngineThreadTests {
         let rig = try await DeviceRig()
         #expect(await rig.device.engineRunsOnItsThread())
         #expect(!rig.device.isOnEngineThread)  // the test itself is on the pool
+    }
+
+    @Test("an engine hosted on a GLib loop's thread (as the Secret Service provider's is, on its D-Bus thread) runs its vault and TPM work on that thread, and the loop's own jobs still run")
+    func hostedOnALoop() async throws {
+        let rig = try await DeviceRig()
+        let loop = GLibLoopThread(name: "test-loop", context: .own)
+        defer { loop.stop() }
+        try await TouchstoneDevice.withDevice(rig.device.configuration, engineOn: loop) { device in
+            #expect(try await device.withBackend { _, _ in loop.isCurrent })
+            #expect(await device.engineRunsOnItsThread())
+            try await device.keychain.add(Data("hosted".utf8), service: "hosted", account: "a", access: .none)
+            #expect(try await device.keychain.items(service: "hosted").count == 1)
+            #expect(await loop.run { loop.isCurrent })
+        }
+        #expect(!loop.isCurrent)
     }
 
     /// Three devices on one vault, each add blocked in SQLite (another
