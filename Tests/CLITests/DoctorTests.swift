@@ -4,6 +4,7 @@ import Testing
 import TestRigs
 import TouchstoneDBus
 import TouchstoneTPM
+import TouchstoneSimulator
 
 /// `touchstone doctor` against the real parts it looks at: the simulator,
 /// its touchstoned, a private session bus with Touchstone's provider or
@@ -253,6 +254,45 @@ struct DoctorTests {
             let (code, stopped) = try Self.doctor(sandbox)
             #expect(code == 1)
             #expect(stopped["tpm"]?.state == "problem" && stopped["tpm"]?.fix == "touchstone sim start", "\(String(describing: stopped["tpm"]))")
+        }
+    }
+
+    @Test("the TPM's device node not open to the user (run as a user made here, under setpriv): a problem naming its mode, owner and group, the fix to join the group; joined after the session began: log out and in (newgrp); a session in the group: no problem with the node (the stand-in, a plain file, is then not a reachable TPM)")
+    func deviceNodeAccess() async throws {
+        try await blockingTest {
+            let rig = try DaemonRig(startDaemon: false)
+            defer { rig.close() }
+            let (alice, group) = (rig.alice, rig.bob)
+            // A stand-in for /dev/tpmrm0: its mode and owner (root, a group alice is not in).
+            let node = rig.root + "/tpmrm0"
+            #expect(FileManager.default.createFile(atPath: node, contents: nil))
+            chown(node, 0, group.gid)
+            chmod(node, 0o660)
+            func tpmFinding(_ wrapper: [String]) throws -> Finding {
+                var environment = ["HOME": alice.home, "TOUCHSTONE_HOME": alice.home + "/ts", "LANG": "C.UTF-8", "TSS2_LOG": "all+none"]
+                environment["PATH"] = ProcessInfo.processInfo.environment["PATH"]
+                let result = try CLIProcess.start(["--tpm", "device:" + node, "--reader", "sim", "doctor", "--json"], environment: environment,
+                                                  scratch: rig.scratch, wrapper: wrapper, program: rig.touchstone).wait()
+                let list = try JSONDecoder().decode([Finding].self, from: Data(result.stdout))
+                return try #require(list.first { $0.check == "tpm" }, "\(result.stdoutText) \(result.stderr)")
+            }
+            let join = "sudo usermod -aG \(group.name) \(alice.name), then log out and in again"
+            let outside = try tpmFinding(try alice.wrapper())
+            #expect(outside.state == "problem"
+                    && outside.detail.contains("\(node) (mode 660, root:\(group.name)) is not readable and writable by \(alice.name)"), "\(outside)")
+            #expect(outside.fix?.contains(join) == true, "\(outside)")
+
+            // Joined (as the fix says), while this session's groups are still the old ones.
+            #expect(try Swtpm.run(try Confinement.tool("usermod"), ["-aG", group.name, alice.name]) == 0)
+            let stale = try tpmFinding(try alice.wrapper())
+            #expect(stale.state == "problem" && stale.detail.contains("you joined group \(group.name) after this session started"), "\(stale)")
+            #expect(stale.fix == "log out and in again (or, in this shell: newgrp \(group.name))", "\(stale)")
+
+            // A new session, in the group: the node is open to it.
+            let session = try alice.wrapper().map { $0 == "--clear-groups" ? "--groups=\(group.gid)" : $0 }
+            let inGroup = try tpmFinding(session)
+            #expect(!inGroup.detail.contains("is not readable and writable") && inGroup.detail.contains("not reachable through device:\(node)"),
+                    "\(inGroup)")
         }
     }
 }
