@@ -41,6 +41,18 @@ public struct FIDOCredentials: Sendable {
         }
     }
 
+    /// Changes the user name and display name of the credential `id` of
+    /// `relyingParty` after what its signatures need, asked through
+    /// `interaction` (credential management's updateUserInformation).
+    public func updateUser(id: [UInt8], relyingParty: String, userName: String, userDisplayName: String, reason: String,
+                           interaction: (any AuthenticationInteraction)?, touchTimeout: Duration = .seconds(30)) async throws(KeychainError) {
+        let call = Calls.UpdateFIDOUser(id: id, relyingParty: relyingParty, userName: userName, userDisplayName: userDisplayName,
+                                        reason: reason, interactionNotAllowed: false, touchTimeout: touchTimeout)
+        _ = try await engine.operation { () async throws(KeychainError) in
+            try await engine.call(call, interaction: interaction)
+        }
+    }
+
     /// The authenticator's reset: every FIDO credential but OpenSSH's
     /// (`ssh:` applications) deleted, after the passcode, asked through
     /// `interaction`; how many were deleted.

@@ -162,6 +162,18 @@ final class FIDOStore: FIDOAuthenticatorStore {
         }
     }
 
+    func updateUser(_ credential: FIDOCredentialInfo, name: String, displayName: String, reason: String) async throws(CTAP2.Status) {
+        asking(reason)
+        defer { Task { await device.close() } }
+        do {
+            try await device.fido.updateUser(id: credential.id, relyingParty: credential.relyingParty, userName: name, userDisplayName: displayName,
+                                             reason: reason, interaction: interaction, touchTimeout: timeout)
+            Self.log("renamed the user of \(credential.idText.prefix(8)) of \(credential.relyingParty)")
+        } catch {
+            throw Self.status(error, reason)
+        }
+    }
+
     func reset(reason: String) async throws(CTAP2.Status) {
         asking(reason)
         do {

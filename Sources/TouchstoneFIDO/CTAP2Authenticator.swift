@@ -20,6 +20,9 @@ package protocol FIDOAuthenticatorStore: Sendable {
     func allCredentials() async throws(CTAP2.Status) -> [FIDOCredentialInfo]
     /// Deletes `credential` after what its signatures need.
     func delete(_ credential: FIDOCredentialInfo, reason: String) async throws(CTAP2.Status)
+    /// Changes `credential`'s user name and display name after what its
+    /// signatures need.
+    func updateUser(_ credential: FIDOCredentialInfo, name: String, displayName: String, reason: String) async throws(CTAP2.Status)
     /// The reset: every FIDO credential but OpenSSH's deleted, after the passcode.
     func reset(reason: String) async throws(CTAP2.Status)
     /// An assertion by `credential`, after the touch; with hmac-secret's
@@ -407,8 +410,8 @@ package actor CTAP2Authenticator {
 
     /// credentialManagement (CTAP 2.1, 6.8): metadata, the relying parties
     /// and their discoverable credentials enumerated, a credential deleted
-    /// (after what its signatures need); each first request with a token
-    /// for credential management.
+    /// or its user's names changed (after what its signatures need); each
+    /// first request with a token for credential management.
     private func credentialManagement(_ p: CBOR) async throws(CTAP2.Status) -> CBOR? {
         guard let subcommandValue = p[1] else { throw .missingParameter }
         guard let subcommand = subcommandValue.intValue else { throw .cborUnexpectedType }
@@ -418,7 +421,7 @@ package actor CTAP2Authenticator {
         case 0x03, 0x05:
             guard !enumeration.isEmpty else { throw .notAllowed }
             return enumeration.removeFirst()
-        case 0x01, 0x02, 0x04, 0x06:
+        case 0x01, 0x02, 0x04, 0x06, 0x07:
             guard let param = p[4] else { throw .missingParameter }
             let message = [UInt8(subcommand)] + (parameters?.encoded() ?? [])
             _ = try verifyToken(param, p[3], message, permission: Self.credentialManagementPermission, relyingParty: nil)
@@ -453,11 +456,24 @@ package actor CTAP2Authenticator {
             guard let first = answers.first else { throw .noCredentials }
             enumeration = answers.dropFirst().map { .map($0) }
             return .map(first + [.init(.int(9), .int(answers.count))])
-        default:
+        case 0x06:
             guard let descriptor = parameters?[2] else { throw .missingParameter }
             guard let id = try Self.credentialIDs(.array([descriptor])).first else { throw .invalidParameter }
             guard let credential = all.first(where: { $0.id == id }) else { throw .noCredentials }
             try await store.delete(credential, reason: "delete the passkey for \(credential.relyingParty)")
+            return nil
+        default:
+            // updateUserInformation: the user's name and display name (an
+            // absent one removed); the user handle must be the credential's.
+            guard let descriptor = parameters?[2], let user = parameters?[3] else { throw .missingParameter }
+            guard let id = try Self.credentialIDs(.array([descriptor])).first else { throw .invalidParameter }
+            guard user.mapValue != nil, let userID = user["id"]?.bytesValue else { throw .cborUnexpectedType }
+            let name = try Self.text(user["name"]) ?? ""
+            let displayName = try Self.text(user["displayName"]) ?? ""
+            guard let credential = all.first(where: { $0.id == id }) else { throw .noCredentials }
+            guard credential.userID == userID else { throw .invalidParameter }
+            try await store.updateUser(credential, name: name, displayName: displayName,
+                                       reason: "rename the passkey's user for \(credential.relyingParty) to \(name.isEmpty ? "(none)" : name)")
             return nil
         }
     }

@@ -64,10 +64,7 @@ extension Vault {
         guard request.userID.count <= Self.maximumUserID else {
             throw VaultError.invalidInput("a user handle is at most \(Self.maximumUserID) bytes")
         }
-        guard request.userName.utf8.count <= Self.maximumFieldSize, request.userDisplayName.utf8.count <= Self.maximumFieldSize,
-              clean(request.userName), clean(request.userDisplayName) else {
-            throw VaultError.invalidInput("a user name is at most \(Self.maximumFieldSize) bytes, without control characters")
-        }
+        try Self.checkUserNames(request.userName, request.userDisplayName)
         guard (1...3).contains(request.credProtect) else { throw VaultError.invalidInput("credProtect is 1, 2 or 3") }
         guard !request.access.flags.isEmpty else {
             throw VaultError.invalidInput("a FIDO credential signs only after a touch: its access cannot be none")
@@ -94,6 +91,34 @@ extension Vault {
                          [.blob(lookup), .blob(rp), .blob(metadata), .blob(key.tpm), .blob(key.keys), .integer(cipher.rawValue)])
         }
         return info
+    }
+
+    /// A user name and display name as a credential keeps them.
+    private static func checkUserNames(_ names: String...) throws(VaultError) {
+        for name in names {
+            guard name.utf8.count <= maximumFieldSize, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw VaultError.invalidInput("a user name is at most \(maximumFieldSize) bytes, without control characters")
+            }
+        }
+    }
+
+    /// Changes the user name and display name of the credential `id` of
+    /// `relyingParty` once `proof` shows what its signatures need (CTAP
+    /// 2.1's updateUserInformation); its key, counter, user handle and the
+    /// rest are kept.
+    package func updateFIDOUser(id: [UInt8], relyingParty: String, userName: String, userDisplayName: String,
+                                proof: VaultProof) throws(VaultError) {
+        try requireWritable()
+        try Self.checkUserNames(userName, userDisplayName)
+        let (row, info) = try loadFIDO(id, relyingParty: relyingParty)
+        let open = try signingKeyOpenAccess(row.signingKey(info.idText), access: info.access, publicPoint: info.publicPoint)
+        guard open.alternatives.contains(where: { Self.proves(proof, $0) }) else { throw VaultError.authenticationRequired }
+        guard let cipher = RecordCipher(rawValue: row.cipher) else { throw VaultError.corrupted("a FIDO credential names an unknown cipher") }
+        var updated = info
+        updated.userName = userName
+        updated.userDisplayName = userDisplayName
+        let metadata = try metadataKeys.key(cipher).seal(Self.encodeFIDO(updated), ad: Self.fidoMetadataAD(row.lookup))
+        try db.query("UPDATE fido_credentials SET metadata = ? WHERE id = ?", [.blob(metadata), .integer(row.id)])
     }
 
     /// The row ids of the discoverable credentials for the request's

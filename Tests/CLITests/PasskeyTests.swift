@@ -69,6 +69,16 @@ struct PasskeyTests {
             #expect(rig.touchstone(["fido", "list", "--json"]).stdoutText.components(separatedBy: "touchstone.test").count == 2,
                     "the refused registration left a credential")
 
+            // updateUserInformation: the owner's touch renames the user,
+            // a stranger's does not.
+            let notRenamed = passkeys.scenario(["credman", "--rename=\(id)=alice@touchstone.test"], touching: SecurityKeyRig.owner, touches: 2,
+                                               then: SecurityKeyRig.stranger)
+            #expect(notRenamed["ok"] as? Bool == false && notRenamed["ctapError"] as? String == "OPERATION_DENIED", "\(notRenamed)")
+            let renamed = passkeys.scenario(["credman", "--rename=\(id)=alice@touchstone.test"], touching: SecurityKeyRig.owner, touches: 2)
+            let users = ((renamed["after"] as? [String: Any])?["parties"] as? [[String: Any]] ?? [])
+                .flatMap { ($0["credentials"] as? [[String: Any]] ?? []).compactMap { $0["user"] as? String } }
+            #expect(renamed["ok"] as? Bool == true && users == ["alice@touchstone.test"], "\(renamed)")
+
             let second = passkeys.scenario(["register", "--user", "bob", "--resident", "--uv", "required"], touching: SecurityKeyRig.owner)
             let bobs = try #require(second["credentialId"] as? String, "\(second)")
             let deleted = passkeys.scenario(["credman", "--delete=" + bobs], touching: SecurityKeyRig.owner, touches: 2)
@@ -316,7 +326,8 @@ final class PasskeyRig {
     /// One scenario of the client; its verdict (the last line's JSON).
     /// With `touching`, the reader is touched by that finger once the
     /// authenticator asks for a touch.
-    func scenario(_ arguments: [String], touching finger: String?, touches: Int = 1) -> [String: Any] {
+    /// `then`: the finger of the last touch, when not `finger`.
+    func scenario(_ arguments: [String], touching finger: String?, touches: Int = 1, then last: String? = nil) -> [String: Any] {
         var asked = server.stderrSoFar.components(separatedBy: "touch the reader (").count
         let started: RunningCLI
         do {
@@ -326,14 +337,14 @@ final class PasskeyRig {
             return ["harness": "\(error)"]
         }
         if let finger {
-            for _ in 0..<touches {
+            for touch in 0..<touches {
                 let deadline = Date().addingTimeInterval(60)
                 while Date() < deadline, started.poll() == nil,
                       server.stderrSoFar.components(separatedBy: "touch the reader (").count <= asked {
                     usleep(20_000)
                 }
                 asked += 1
-                if started.poll() == nil { rig.touch(finger) }
+                if started.poll() == nil { rig.touch(touch == touches - 1 ? last ?? finger : finger) }
             }
         }
         let result = started.wait()

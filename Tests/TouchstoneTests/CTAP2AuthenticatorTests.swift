@@ -56,6 +56,17 @@ struct CTAP2AuthenticatorTests {
             credentials.withLock { $0.removeAll { $0.id == credential.id } }
         }
 
+        func updateUser(_ credential: FIDOCredentialInfo, name: String, displayName: String, reason: String) async throws(CTAP2.Status) {
+            calls.withLock { $0.append("update \(credential.id[0]) \(name)/\(displayName)") }
+            if refuse.load(ordering: .relaxed) { throw .operationDenied }
+            credentials.withLock { all in
+                for index in all.indices where all[index].id == credential.id {
+                    all[index].userName = name
+                    all[index].userDisplayName = displayName
+                }
+            }
+        }
+
         func reset(reason: String) async throws(CTAP2.Status) {
             calls.withLock { $0.append("reset") }
             if refuse.load(ordering: .relaxed) { throw .operationDenied }
@@ -341,7 +352,7 @@ struct CTAP2AuthenticatorTests {
         #expect(await authenticator.handle(right) == [CTAP2.Status.pinAuthInvalid.rawValue], "asking for a new token ended the old one")
     }
 
-    @Test("credentialManagement with a token: metadata, relying parties and their discoverable credentials one by one, a deletion through the store; without a token nothing, a wrong one PIN_AUTH_INVALID")
+    @Test("credentialManagement with a token: metadata, relying parties and their discoverable credentials one by one, a user's names changed and a deletion through the store; without a token nothing, a wrong one PIN_AUTH_INVALID, another user handle INVALID_PARAMETER")
     func credentialManagement() async throws {
         let store = RecordingStore()
         let authenticator = CTAP2Authenticator(store: store)
@@ -373,7 +384,23 @@ struct CTAP2AuthenticatorTests {
         let (_, credential) = try Self.answer(await authenticator.handle(request(4, hash, token: key)))
         #expect(credential?[6]?["name"] == .text("alice") && credential?[9] == .int(1) && credential?[8]?[3] == .int(-7))
         let id = try #require(credential?[7]?["id"]?.bytesValue)
-        let descriptor = CBOR.map([.init(.int(2), .map([.init(.text("id"), .bytes(id)), .init(.text("type"), .text("public-key"))]))])
+        let userID = try #require(credential?[6]?["id"]?.bytesValue)
+
+        // updateUserInformation: the names changed through the store (an
+        // absent display name removed); another user handle INVALID_PARAMETER,
+        // no token nothing.
+        let idEntry = CBOR.Entry(.int(2), .map([.init(.text("id"), .bytes(id)), .init(.text("type"), .text("public-key"))]))
+        func update(_ handle: [UInt8], name: String) -> CBOR {
+            .map([idEntry, .init(.int(3), .map([.init(.text("id"), .bytes(handle)), .init(.text("name"), .text(name))]))])
+        }
+        #expect(await authenticator.handle(request(7, update(userID, name: "alice@example.org"), token: nil)) == [CTAP2.Status.missingParameter.rawValue])
+        #expect(await authenticator.handle(request(7, update([9, 9], name: "mallory"), token: key)) == [CTAP2.Status.invalidParameter.rawValue])
+        #expect(try Self.answer(await authenticator.handle(request(7, update(userID, name: "alice@example.org"), token: key))).0 == 0)
+        #expect(store.calls.withLock { $0 }.last == "update \(id[0]) alice@example.org/")
+        let (_, renamed) = try Self.answer(await authenticator.handle(request(4, hash, token: key)))
+        #expect(renamed?[6]?["name"] == .text("alice@example.org") && renamed?[6]?["id"] == .bytes(userID))
+
+        let descriptor = CBOR.map([idEntry])
         #expect(try Self.answer(await authenticator.handle(request(6, descriptor, token: key))).0 == 0)
         #expect(store.calls.withLock { $0 }.last == "delete \(id[0])")
         #expect(!store.credentials.withLock { $0 }.contains { $0.id == id })

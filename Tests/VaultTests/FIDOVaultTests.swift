@@ -58,6 +58,33 @@ struct FIDOVaultTests {
         #expect(Set(try rig.vault.fidoCredentials().map(\.id)) == [bobs.id, plain.id, newer.id])
     }
 
+    @Test("a user's names changed only with a proof the credential's access names, a control character refused; the id, user handle, key and counter kept, and it still signs")
+    func userNamesUpdated() throws {
+        let rig = try VaultRig()
+        try changeFingers(rig.vault)
+        let made = try rig.vault.createFIDOCredential(Self.request("example.org", discoverable: true, access: .devicePasscode))
+        _ = try rig.vault.assertFIDO(id: made.id, relyingParty: "example.org", clientDataHash: Self.clientDataHash, userVerification: false,
+                                     proof: passcode)
+        #expect(throws: VaultError.authenticationRequired) {
+            try rig.vault.updateFIDOUser(id: made.id, relyingParty: "example.org", userName: "mallory", userDisplayName: "", proof: finger)
+        }
+        #expect(throws: VaultError.itemNotFound) {
+            try rig.vault.updateFIDOUser(id: made.id, relyingParty: "elsewhere.org", userName: "mallory", userDisplayName: "", proof: passcode)
+        }
+        #expect(throws: VaultError.invalidInput("a user name is at most \(Vault.maximumFieldSize) bytes, without control characters")) {
+            try rig.vault.updateFIDOUser(id: made.id, relyingParty: "example.org", userName: "a\u{7}", userDisplayName: "", proof: passcode)
+        }
+        #expect(try rig.vault.fidoCredentials().map(\.userName) == ["alice"])
+        try rig.vault.updateFIDOUser(id: made.id, relyingParty: "example.org", userName: "alice@example.org", userDisplayName: "Alice",
+                                     proof: passcode)
+        let listed = try #require(try rig.vault.fidoCredentials().first)
+        #expect(listed.userName == "alice@example.org" && listed.userDisplayName == "Alice")
+        #expect(listed.id == made.id && listed.userID == made.userID && listed.publicPoint == made.publicPoint && listed.signCount == 1)
+        let signed = try rig.vault.assertFIDO(id: made.id, relyingParty: "example.org", clientDataHash: Self.clientDataHash,
+                                              userVerification: false, proof: passcode)
+        #expect(signed.signCount == 2)
+    }
+
     @Test("what a credential refuses spends no counter value: another relying party's request (not found), a proof its access does not name, a proof with nothing in it when verification is required")
     func refusalsSpendNothing() throws {
         let rig = try VaultRig()

@@ -49,6 +49,18 @@ extension InProcessEngine {
         }
     }
 
+    /// A credential's user name and display name changed, after what its
+    /// signatures need (CTAP 2.1's updateUserInformation).
+    package func updateFIDOUser(id: [UInt8], relyingParty: String, userName: String, userDisplayName: String, reason: String,
+                                settings: ContextSettings) async throws(KeychainError) {
+        try await keychain { () async throws(BackendFailure) in
+            let open = try vaultCall(vault.fidoOpenAccess(id: id, relyingParty: relyingParty))
+            let proof = try await proof(for: open, reason: reason, settings)
+            try vaultCall(vault.updateFIDOUser(id: id, relyingParty: relyingParty, userName: userName, userDisplayName: userDisplayName,
+                                               proof: proof))
+        }
+    }
+
     /// The authenticator's reset: the passcode, asked here (and checked by
     /// the TPM, behind the daemon's throttle), then every FIDO credential
     /// but OpenSSH's deleted; how many.

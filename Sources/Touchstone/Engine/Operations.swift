@@ -17,7 +17,7 @@ package enum EngineOperations {
         Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self, Calls.SSHKeyOpenAccess.self,
         Calls.SignSSH.self,
         Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
-        Calls.MakeFIDOCredential.self, Calls.DeleteFIDOCredentialByTouch.self, Calls.ResetFIDO.self,
+        Calls.MakeFIDOCredential.self, Calls.DeleteFIDOCredentialByTouch.self, Calls.UpdateFIDOUser.self, Calls.ResetFIDO.self,
     ]
 
     /// The operations by name.
@@ -370,6 +370,19 @@ extension Calls.DeleteFIDOCredentialByTouch: EngineOperation {
         let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
                                        touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
         try await engine.deleteFIDOCredential(id: id, relyingParty: relyingParty, reason: reasonText, settings: settings)
+        return Done()
+    }
+}
+
+extension Calls.UpdateFIDOUser: EngineOperation {
+    package static var releasesReader: Bool { true }
+
+    package func run(on engine: isolated InProcessEngine,
+                     interaction: (any AuthenticationInteraction)?) async throws(KeychainError) -> Done {
+        let settings = ContextSettings(interaction: interaction, interactionNotAllowed: interactionNotAllowed,
+                                       touchTimeout: .milliseconds(max(touchTimeoutMilliseconds, 1)))
+        try await engine.updateFIDOUser(id: id, relyingParty: relyingParty, userName: userName, userDisplayName: userDisplayName,
+                                        reason: reasonText, settings: settings)
         return Done()
     }
 }

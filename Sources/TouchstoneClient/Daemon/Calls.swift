@@ -569,6 +569,36 @@ extension Calls {
         }
     }
 
+    /// A FIDO credential's user name and display name changed, after what
+    /// its signatures need, asked in this operation: credential management's
+    /// updateUserInformation through the authenticator.
+    package struct UpdateFIDOUser: EngineRequest {
+        package typealias Response = Done
+        package typealias Failure = KeychainError
+        package static let name = "fido-update-user"
+        package mutating func capTouchTimeout(milliseconds: Int) { touchTimeoutMilliseconds = min(touchTimeoutMilliseconds, milliseconds) }
+        package var target: String? { "FIDO credential \(FIDOCredentialInfo.base64url(id).prefix(8))" }
+        package var id: [UInt8]
+        package var relyingParty: String
+        package var userName: String
+        package var userDisplayName: String
+        package var reasonText: String
+        package var interactionNotAllowed: Bool
+        package var touchTimeoutMilliseconds: Int
+        package var reason: String? { reasonText }
+
+        package init(id: [UInt8], relyingParty: String, userName: String, userDisplayName: String, reason: String,
+                     interactionNotAllowed: Bool, touchTimeout: Duration) {
+            self.id = id
+            self.relyingParty = relyingParty
+            self.userName = userName
+            self.userDisplayName = userDisplayName
+            reasonText = reason
+            self.interactionNotAllowed = interactionNotAllowed
+            touchTimeoutMilliseconds = touchTimeout.wholeMilliseconds
+        }
+    }
+
     /// The authenticator's reset: every FIDO credential but OpenSSH's
     /// (`ssh:` applications) deleted, after the passcode asked in this
     /// operation; how many were deleted.

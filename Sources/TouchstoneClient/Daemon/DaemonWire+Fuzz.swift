@@ -22,7 +22,7 @@ extension DaemonWire {
             Calls.DeleteItem.self, Calls.CreateSSHKey.self, Calls.SSHKeys.self, Calls.DeleteSSHKey.self,
             Calls.SSHKeyOpenAccess.self, Calls.SignSSH.self,
             Calls.CreateFIDOCredential.self, Calls.FIDOCredentials.self, Calls.DeleteFIDOCredential.self, Calls.AssertFIDO.self,
-            Calls.MakeFIDOCredential.self, Calls.DeleteFIDOCredentialByTouch.self, Calls.ResetFIDO.self,
+            Calls.MakeFIDOCredential.self, Calls.DeleteFIDOCredentialByTouch.self, Calls.UpdateFIDOUser.self, Calls.ResetFIDO.self,
         ]
         return Dictionary(uniqueKeysWithValues: types.map { ($0.name, $0) })
     }()
@@ -200,6 +200,8 @@ extension DaemonWire {
                                      reason: "register with example.org", interactionNotAllowed: false, touchTimeout: .seconds(30)),
             Calls.DeleteFIDOCredentialByTouch(id: Array(0..<32), relyingParty: "example.org", reason: "delete the passkey for example.org",
                                               interactionNotAllowed: false, touchTimeout: .seconds(30)),
+            Calls.UpdateFIDOUser(id: Array(0..<32), relyingParty: "example.org", userName: "alice@example.org", userDisplayName: "Alice",
+                                 reason: "rename the passkey's user for example.org", interactionNotAllowed: false, touchTimeout: .seconds(30)),
             Calls.ResetFIDO(reason: "reset the authenticator", interactionNotAllowed: false, touchTimeout: .seconds(60)),
         ]
         var frames: [(String, Frame)] = []

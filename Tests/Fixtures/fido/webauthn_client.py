@@ -760,6 +760,16 @@ def scenario_credman(args, state: State | None) -> dict[str, Any]:
         if args.delete:
             manager.delete_cred({"id": unb64u(args.delete), "type": "public-key"})
             after = listing(manager)
+        if args.rename:
+            # updateUserInformation: the credential's user handle, a new name.
+            credential_id, name = args.rename.split("=", 1)
+            handle = next(c[CredentialManagement.RESULT.USER]["id"]
+                          for rp in manager.enumerate_rps()
+                          for c in manager.enumerate_creds(rp[CredentialManagement.RESULT.RP_ID_HASH])
+                          if c[CredentialManagement.RESULT.CREDENTIAL_ID]["id"] == unb64u(credential_id))
+            manager.update_user_info({"id": unb64u(credential_id), "type": "public-key"},
+                                     {"id": handle, "name": name, "displayName": name})
+            after = listing(manager)
         return before, after
 
     try:
@@ -859,6 +869,7 @@ def build_parser() -> argparse.ArgumentParser:
     credman = scenarios.add_parser("credman", help="credential management: list, and delete one")
     common(credman, False)
     credman.add_argument("--delete", metavar="ID", help="the credential (base64url) to delete")
+    credman.add_argument("--rename", metavar="ID=NAME", help="the credential (base64url) whose user gets NAME (updateUserInformation)")
     return parser
 
 
