@@ -183,9 +183,12 @@ struct DaemonServerUnitTests {
         gate.recordSuccess(7, right)
         #expect(try gate.admit(7, wrong) == .wrong)
 
-        // Fill the disk.
+        // Fill the disk. Close-on-exec: a child another test spawns
+        // meanwhile must not inherit the descriptor, which would keep the
+        // file's pages after the unlink below (seen in a full run: the
+        // disk stayed full).
         let fill = folder + "/fill"
-        let fd = open(fill, O_WRONLY | O_CREAT, 0o600)
+        let fd = open(fill, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         #expect(fd >= 0)
         let block = [UInt8](repeating: 0, count: 4096)
         while write(fd, block, block.count) > 0 {}
