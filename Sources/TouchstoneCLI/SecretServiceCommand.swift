@@ -83,7 +83,7 @@ extension Session {
         }
         Output.progress("importing from \(source.ownerProgram ?? source.owner)" + (source.isEncrypted ? "" : " (a plain session: it offers no encrypted one)")
                         + (dryRun ? "; a dry run: nothing is added" : ""))
-        let outcome = try await withDevice(engineOn: bus.thread) { device in
+        let outcome = try await withDevice { device in
             let run = SecretServiceImport(source: source, device: device, access: access, dryRun: dryRun,
                                           unlockTimeout: .seconds(max(options.timeout.components.seconds, 300)),
                                           log: { Output.progress($0) })

@@ -94,9 +94,8 @@ package final class SecretServiceSource: Sendable {
         let paths = try await property(Self.servicePath, Self.service, "Collections").arrayItems?.compactMap(\.objectPath) ?? []
         var out: [Collection] = []
         for path in paths {
-            let label = try await property(path, Self.collectionInterface, "Label").string ?? ""
-            let locked = try await property(path, Self.collectionInterface, "Locked").bool ?? false
-            out.append(Collection(path: path, label: label, locked: locked))
+            let all = try await properties(path, Self.collectionInterface)
+            out.append(Collection(path: path, label: all["Label"]?.string ?? "", locked: all["Locked"]?.bool ?? false))
         }
         return out
     }
@@ -160,15 +159,13 @@ package final class SecretServiceSource: Sendable {
 
     /// An item's label, attributes and times.
     package func item(_ path: String) async throws(Failure) -> Item {
-        let label = try await property(path, Self.itemInterface, "Label").string ?? ""
-        let attributes = try await property(path, Self.itemInterface, "Attributes").stringDictionary ?? [:]
-        func date(_ name: String) async -> Date? {
-            guard case .uint64(let seconds)? = try? await property(path, Self.itemInterface, name), seconds > 0 else { return nil }
+        let all = try await properties(path, Self.itemInterface)
+        func date(_ name: String) -> Date? {
+            guard case .uint64(let seconds)? = all[name], seconds > 0 else { return nil }
             return Date(timeIntervalSince1970: TimeInterval(seconds))
         }
-        let locked = (try? await property(path, Self.itemInterface, "Locked"))?.bool ?? false
-        return Item(path: path, label: label, attributes: attributes, created: await date("Created"), modified: await date("Modified"),
-                    locked: locked)
+        return Item(path: path, label: all["Label"]?.string ?? "", attributes: all["Attributes"]?.stringDictionary ?? [:],
+                    created: date("Created"), modified: date("Modified"), locked: all["Locked"]?.bool ?? false)
     }
 
     /// The secrets of `paths` (their content types), through the session:
@@ -201,6 +198,13 @@ package final class SecretServiceSource: Sendable {
     }
 
     // MARK: - Calls
+
+    /// Every property of `interface` at `path`, in one round trip (GetAll).
+    private func properties(_ path: String, _ interface: String) async throws(Failure) -> [String: DBusValue] {
+        let answer = try await call(path, "org.freedesktop.DBus.Properties", "GetAll", [.string(interface)])
+        guard let all = answer.first?.variantDictionary else { throw Failure("\(path) answered GetAll with \(answer)") }
+        return all
+    }
 
     private func property(_ path: String, _ interface: String, _ name: String) async throws(Failure) -> DBusValue {
         let answer = try await call(path, "org.freedesktop.DBus.Properties", "Get", [.string(interface), .string(name)])
