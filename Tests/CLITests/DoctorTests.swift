@@ -257,7 +257,7 @@ struct DoctorTests {
         }
     }
 
-    @Test("the TPM's device node not open to the user (run as a user made here, under setpriv): a problem naming its mode, owner and group, the fix to join the group; joined after the session began: log out and in (newgrp); a session in the group: no problem with the node (the stand-in, a plain file, is then not a reachable TPM)")
+    @Test("the TPM's device node not open to the user (run as a user made here, under setpriv): a problem naming its mode, owner and group, the fix to join the group or install the seat's udev rule; with that rule installed (in a mount namespace of the test's), the fix to trigger it from the seat or join the group; joined after the session began: log out and in (newgrp); a session in the group: no problem with the node (the stand-in, a plain file, is then not a reachable TPM)")
     func deviceNodeAccess() async throws {
         try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
@@ -277,10 +277,33 @@ struct DoctorTests {
                 return try #require(list.first { $0.check == "tpm" }, "\(result.stdoutText) \(result.stderr)")
             }
             let join = "sudo usermod -aG \(group.name) \(alice.name), then log out and in again"
-            let outside = try tpmFinding(try alice.wrapper())
+            // The doctor as alice with /etc/udev/rules.d of its own (a tmpfs in
+            // a mount namespace of its own: the machine's is not touched),
+            // holding `rules` (the repository's udev/ files, by name).
+            func inRulesFolder(_ rules: [String]) throws -> [String] {
+                let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                    .deletingLastPathComponent().appendingPathComponent("udev").path
+                let copies = rules.map { "cp '\(repository)/\($0)' /etc/udev/rules.d/ && " }.joined()
+                return [try Confinement.tool("unshare"), "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                        "mount -t tmpfs -o mode=0755 touchstone-test /etc/udev/rules.d && \(copies)exec \"$@\"", "sh"]
+                    + (try alice.wrapper())
+            }
+            let outside = try tpmFinding(try inRulesFolder([]))
             #expect(outside.state == "problem"
                     && outside.detail.contains("\(node) (mode 660, root:\(group.name)) is not readable and writable by \(alice.name)"), "\(outside)")
-            #expect(outside.fix?.contains(join) == true, "\(outside)")
+            #expect(outside.fix?.contains(join) == true
+                    && outside.fix?.contains("install Touchstone's udev rule udev/70-touchstone.rules as /etc/udev/rules.d/70-touchstone.rules") == true,
+                    "\(outside)")
+
+            // Touchstone's seat rule installed (udev/install's place): it gives
+            // the node to the user at the seat, which this session is not.
+            let besideRule = try tpmFinding(try inRulesFolder(["70-touchstone.rules"]))
+            #expect(besideRule.state == "problem"
+                    && besideRule.detail.contains("is not readable and writable by \(alice.name); Touchstone's udev rule "
+                                                  + "(/etc/udev/rules.d/70-touchstone.rules) gives it only to the user at the local seat"),
+                    "\(besideRule)")
+            #expect(besideRule.fix == "sudo udevadm trigger --subsystem-match=tpmrm (from the seat's session); from any session: \(join)",
+                    "\(besideRule)")
 
             // Joined (as the fix says), while this session's groups are still the old ones.
             #expect(try Swtpm.run(try Confinement.tool("usermod"), ["-aG", group.name, alice.name]) == 0)
