@@ -164,6 +164,38 @@ struct DoctorTests {
         }
     }
 
+    @Test("fprintd (a private bus as the system bus, its name owned by this test): a real reader's check names it as the program that holds the reader for logins, found or not; nobody on the name, or the simulated reader, and fprintd is not mentioned")
+    func fprintd() async throws {
+        try await SecretServiceRig.with { rig in
+            rig.sandbox.extraEnvironment["DBUS_SYSTEM_BUS_ADDRESS"] = rig.bus.address
+            // A real reader as libfprint lists one: its virtual reader, enabled
+            // by its variable, found by --reader auto (listed, never opened).
+            rig.sandbox.extraEnvironment["FP_VIRTUAL_DEVICE"] = rig.sandbox.scratch + "/virtual-reader"
+            let finding = { (arguments: [String]) async throws -> Finding in
+                try await offPool { try #require(try Self.doctor(rig.sandbox, arguments).findings["reader"]) }
+            }
+            let alone = try await finding(["--sim", "--reader", "auto"])
+            #expect(alone.state == "ok" && alone.detail.contains("(virtual_device/0), found") && !alone.detail.contains("fprintd"), "\(alone)")
+
+            let own = try await DBusBus(address: rig.bus.address)
+            #expect(try await own.requestName("net.reactivated.Fprint", replace: false) == .owned)
+            let held = try await finding(["--sim", "--reader", "auto"])
+            #expect(held.state == "ok" && held.detail.contains("(virtual_device/0), found; fprintd runs (")
+                    && held.detail.contains("pid \(getpid())")
+                    && held.detail.hasSuffix("and holds the reader while a login or lock-screen prompt asks for a finger"), "\(held)")
+
+            rig.sandbox.extraEnvironment["FP_VIRTUAL_DEVICE"] = nil
+            let none = try await finding(["--sim", "--reader", "auto"])
+            #expect(none.state == "problem" && none.detail.hasPrefix("no fingerprint reader found; fprintd runs (")
+                    && none.detail.contains("pid \(getpid())") && none.fix?.hasPrefix("plug in a reader that libfprint supports") == true, "\(none)")
+
+            // The simulated reader is only ever touchstone's.
+            let simulated = try await finding(["--sim"])
+            #expect(!simulated.detail.contains("fprintd"), "\(simulated)")
+            await own.close()
+        }
+    }
+
     static let installer = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("scripts/install-secret-service").path
 
