@@ -97,7 +97,8 @@ struct FIDOCredentialEntry: Encodable {
     var line: String {
         let kind = discoverable.map { $0 ? "discoverable" : "non-discoverable" } ?? "?"
         let options = verificationRequired == true ? kind + ",verify-required" : kind
+        // The relying party and the user are a client's words: escaped.
         return [id ?? "?", relyingParty ?? "?", user ?? "", options, access ?? "?", created ?? "?",
-                signCount.map(String.init) ?? "?", state].joined(separator: "\t")
+                signCount.map(String.init) ?? "?", state].map(SafeText.escaped).joined(separator: "\t")
     }
 }

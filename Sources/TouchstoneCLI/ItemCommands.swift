@@ -92,8 +92,11 @@ struct ListEntry: Encodable {
         try container.encode(state, forKey: .state)
     }
 
-    /// Tab-separated: service, account, access, state, modified, label.
+    /// Tab-separated: service, account, access, state, created, modified,
+    /// label, comment; each field escaped (a label a Secret Service client
+    /// gave may hold any character).
     var line: String {
-        [service ?? "?", account ?? "?", access ?? "?", state, modified ?? "?", label ?? ""].joined(separator: "\t")
+        [service ?? "?", account ?? "?", access ?? "?", state, created ?? "?", modified ?? "?", label ?? "", comment ?? ""]
+            .map(SafeText.escaped).joined(separator: "\t")
     }
 }

@@ -100,6 +100,7 @@ struct SSHKeyEntry: Encodable {
 
     /// Tab-separated: name, fingerprint, access, state, created, comment.
     var line: String {
-        [name ?? "?", fingerprint ?? "?", access ?? "?", state, created ?? "?", comment ?? ""].joined(separator: "\t")
+        // A comment an ssh-add client gave may hold any character: escaped.
+        [name ?? "?", fingerprint ?? "?", access ?? "?", state, created ?? "?", comment ?? ""].map(SafeText.escaped).joined(separator: "\t")
     }
 }

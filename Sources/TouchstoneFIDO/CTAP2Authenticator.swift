@@ -217,7 +217,7 @@ package actor CTAP2Authenticator {
             // excluded is said so only after the person's presence, so that
             // a page cannot learn without them which credentials are here.
             if existing.contains(where: { ids.contains($0.id) && (uv || $0.credProtect < 3) }) {
-                try await awaitPresence(reason: "\(rpID) asks to register again, and this authenticator is already registered there")
+                try await awaitPresence(reason: "\(SafeText.shown(rpID)) asks to register again, and this authenticator is already registered there")
                 throw .credentialExcluded
             }
         }
@@ -226,7 +226,7 @@ package actor CTAP2Authenticator {
                                             credProtect: credProtect, access: access, hmacSecret: hmacSecret)
         let made = try await store.make(request, clientDataHash: clientDataHash, userVerification: uv,
                                         extensions: outputs.isEmpty ? nil : CBOR.map(outputs).encoded(),
-                                        reason: "register with \(rpID)")
+                                        reason: "register with \(SafeText.shown(rpID))")
         if format == "none" {
             return .map([.init(.int(1), .text("none")), .init(.int(2), .bytes(made.attestation.authenticatorData)), .init(.int(3), .map([]))])
         }
@@ -324,7 +324,7 @@ package actor CTAP2Authenticator {
     private func assertion(_ credential: FIDOCredentialInfo, rpID: String, clientDataHash: [UInt8], userVerification: Bool,
                            hmacSecret: (salts: [UInt8], shared: SecureBytes)?, discoverable: Bool, count: Int?) async throws(CTAP2.Status) -> CBOR {
         let signed = try await store.assert(credential, clientDataHash: clientDataHash, userVerification: userVerification, extensions: nil,
-                                            hmacSecret: hmacSecret, reason: "sign in to \(rpID)")
+                                            hmacSecret: hmacSecret, reason: "sign in to \(SafeText.shown(rpID))")
         guard let signature = AuthenticatorData.derSignature(r: signed.signature.r, s: signed.signature.s) else { throw .other }
         var entries: [CBOR.Entry] = [
             .init(.int(1), Self.descriptor(credential)),
@@ -460,7 +460,7 @@ package actor CTAP2Authenticator {
             guard let descriptor = parameters?[2] else { throw .missingParameter }
             guard let id = try Self.credentialIDs(.array([descriptor])).first else { throw .invalidParameter }
             guard let credential = all.first(where: { $0.id == id }) else { throw .noCredentials }
-            try await store.delete(credential, reason: "delete the passkey for \(credential.relyingParty)")
+            try await store.delete(credential, reason: "delete the passkey for \(SafeText.shown(credential.relyingParty))")
             return nil
         default:
             // updateUserInformation: the user's name and display name (an
@@ -473,7 +473,7 @@ package actor CTAP2Authenticator {
             guard let credential = all.first(where: { $0.id == id }) else { throw .noCredentials }
             guard credential.userID == userID else { throw .invalidParameter }
             try await store.updateUser(credential, name: name, displayName: displayName,
-                                       reason: "rename the passkey's user for \(credential.relyingParty) to \(name.isEmpty ? "(none)" : name)")
+                                       reason: "rename the passkey's user for \(SafeText.shown(credential.relyingParty)) to \(name.isEmpty ? "(none)" : SafeText.shown(name))")
             return nil
         }
     }

@@ -21,6 +21,27 @@ package enum SafeText {
         return "'\(shown)'"
     }
 
+    /// `value` with control, bidirectional and replacement characters
+    /// written as `\u{XXXX}`, whole: text that came from elsewhere (a
+    /// label a Secret Service client gave, a relying party's name) on a
+    /// line of output, where a tab or a newline would forge a field or a
+    /// line and an escape sequence would drive the terminal.
+    package static func escaped(_ value: String) -> String {
+        guard value.unicodeScalars.contains(where: isUnsafe) else { return value }
+        var shown = ""
+        for scalar in value.unicodeScalars {
+            shown += isUnsafe(scalar) ? "\\u{\(hex(scalar))}" : String(scalar)
+        }
+        return shown
+    }
+
+    /// `escaped`, cut after `limit` characters with `...` added: a name
+    /// from elsewhere inside a prompt, which must stay one readable line.
+    package static func shown(_ value: String, limit: Int = 96) -> String {
+        let whole = escaped(value)
+        return whole.count > limit ? String(whole.prefix(limit)) + "..." : whole
+    }
+
     /// Control characters (C0, DEL, C1), which break output lines and
     /// terminals; the bidirectional formatting characters (U+202A-U+202E,
     /// U+2066-U+2069), which can make a name show as another; and U+FFFD,

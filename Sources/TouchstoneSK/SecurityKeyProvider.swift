@@ -87,7 +87,7 @@ enum SecurityKeyProvider {
                 verificationRequired: flags & UInt8(TOUCHSTONE_SK_USER_VERIFICATION_REQD) != 0, access: access)
             let replace = flags & UInt8(TOUCHSTONE_SK_FORCE_OPERATION) != 0
             let info = try await withDevice { device in try await device.fido.create(request, replace: replace) }
-            log("made the security key \(info.idText.prefix(8)) for \(application) (\(info.access.description))")
+            log("made the security key \(info.idText.prefix(8)) for \(SafeText.shown(application)) (\(info.access.description))")
             return .success(Enrolled(flags: flags, publicPoint: info.publicPoint, keyHandle: info.id))
         } catch {
             return .failure(error)
@@ -102,7 +102,7 @@ enum SecurityKeyProvider {
             let verify = flags & UInt8(TOUCHSTONE_SK_USER_VERIFICATION_REQD) != 0
             let requester = PeerProgram.named(pid: getppid(), pidfd: nil)
             let program = requester.command ?? "a program"
-            let reason = "\(program) asks to sign with the security key for \(application)" + (verify ? " (verify-required)" : "")
+            let reason = "\(program) asks to sign with the security key for \(SafeText.shown(application))" + (verify ? " (verify-required)" : "")
             let interaction = DesktopInteraction(terminal: TerminalInteraction(), title: "Touchstone security key", log: { log($0) })
             let assertion = try await withDevice { device in
                 if !interaction.terminal.canAskPasscode, let notifier = await DesktopNotifier.connect(log: { log($0) }) {

@@ -42,7 +42,7 @@ struct JourneyTests {
 
             #expect(sandbox.run(["--sim", "add", "web", "current", "--access", "biometry-current-set", "--label", "L"],
                                 stdin: Array("current-set secret".utf8)).code == 0)
-            #expect(sandbox.run(["--sim", "add", "web", "any", "--access", "biometry-any"], stdin: Array("any secret".utf8)).code == 0)
+            #expect(sandbox.run(["--sim", "add", "web", "any", "--access", "biometry-any", "--comment", "work laptop"], stdin: Array("any secret".utf8)).code == 0)
             let duplicate = sandbox.run(["--sim", "add", "web", "any"], stdin: Array("x".utf8))
             #expect(duplicate.code == 9)
 
@@ -74,6 +74,12 @@ struct JourneyTests {
             }
             let created = try #require(current["created"] as? String)
             #expect(ISO8601DateFormatter().date(from: created) != nil)
+            // The plain list has the same fields, a tab-separated line each:
+            // service, account, access, state, created, modified, label, comment.
+            let plain = sandbox.run(["--sim", "list"]).stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
+            let modified = try #require(current["modified"] as? String)
+            #expect(plain.contains("web\tcurrent\tbiometry-current-set\tinvalidated\t\(created)\t\(modified)\tL\t"), "\(plain)")
+            #expect(plain.contains { $0.hasPrefix("web\tany\tbiometry-any\tok\t") && $0.hasSuffix("\t\twork laptop") }, "\(plain)")
 
             let any = sandbox.withTouch("alice", ["--sim", "get", "web", "any"])
             #expect(any.code == 0, "\(any.stderr)")

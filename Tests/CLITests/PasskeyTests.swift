@@ -100,7 +100,7 @@ struct PasskeyTests {
         }
     }
 
-    @Test("CTAPHID spoken by hand: KEEPALIVE (UPNEEDED) while a registration waits for a touch, another channel busy meanwhile, CANCEL answers KEEPALIVE_CANCEL and keeps no credential, CBOR garbage is INVALID_CBOR, a message over 7609 bytes INVALID_LEN; then a registration with a touch succeeds")
+    @Test("CTAPHID spoken by hand: KEEPALIVE (UPNEEDED) while a registration waits for a touch, another channel busy meanwhile, CANCEL answers KEEPALIVE_CANCEL and keeps no credential, CBOR garbage is INVALID_CBOR, a message over 7609 bytes INVALID_LEN; then a registration with a touch succeeds, one whose user name holds control characters is refused, and one with a bidirectional override is listed with it escaped")
     func keepaliveCancelAndGarbage() async throws {
         try await blockingTest {
             let rig = try SecurityKeyRig(.embedded)
@@ -137,6 +137,15 @@ struct PasskeyTests {
             // Operations run one at a time: the cancelled one had ended.
             let listed = rig.touchstone(["fido", "list"]).stdoutText
             #expect(listed.contains("touchstone.test") && !listed.contains("example.org"), "a cancelled registration left a credential: \(listed)")
+            // A page's user name may hold characters that make text show as
+            // other text (control characters are refused: INVALID_PARAMETER):
+            // `fido list` shows them escaped, on the credential's one line.
+            let refused = passkeys.scenario(["register", "--user", "eve\n\u{1B}[2J"], touching: SecurityKeyRig.owner)
+            #expect(refused["ok"] as? Bool == false && refused["ctapError"] as? String == "INVALID_PARAMETER", "\(refused)")
+            let bidi = passkeys.scenario(["register", "--user", "eve\u{202E}toor"], touching: SecurityKeyRig.owner)
+            #expect(bidi["ok"] as? Bool == true, "\(bidi)")
+            let lines = rig.touchstone(["fido", "list"]).stdoutText.split(separator: "\n")
+            #expect(lines.count == 2 && lines.contains { $0.contains("\teve\\u{202E}toor\t") }, "\(lines)")
         }
     }
 

@@ -34,6 +34,15 @@ struct SecretServiceProviderTests {
             #expect(await rig.secretTool(["store", "--label=Git", "protocol", "https", "server", "example.com"], stdin: "tok").code == 0)
             let list = await rig.cli(["--sim", "list"]).stdoutText
             #expect(list.contains("secret-service\titem-") && list.contains("\tGit"), "\(list)")
+            // A client's label may hold any character: `list` shows it escaped,
+            // on the item's one line (no forged field or line, no terminal
+            // escape); the item keeps it as given.
+            let label = "Evil\tok\n\u{1B}[31mforged"
+            #expect(await rig.secretTool(["store", "--label=" + label, "service", "evil", "account", "eve"], stdin: "x").code == 0)
+            let evil = await rig.cli(["--sim", "list", "--service", "evil"]).stdoutText
+            #expect(evil.split(separator: "\n").count == 1 && evil.hasPrefix("evil\teve\t")
+                    && evil.hasSuffix("\tEvil\\u{0009}ok\\u{000A}\\u{001B}[31mforged\t\n"), "\(evil)")
+            #expect(await rig.secretTool(["search", "service", "evil"]).stdoutText.contains("label = " + label))
             let search = await rig.secretTool(["search", "--all", "server", "example.com"])
             // secret-tool prints the attributes to stderr.
             #expect(search.stdoutText.contains("secret = tok") && search.stderr.contains("attribute.protocol = https"), "\(search.stdoutText)")

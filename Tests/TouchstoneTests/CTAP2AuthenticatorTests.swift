@@ -18,6 +18,8 @@ struct CTAP2AuthenticatorTests {
         let refuse = Atomic<Bool>(false)
         /// The hmac-secret salts each assertion was given.
         let salts = Mutex<[[UInt8]?]>([])
+        /// The reasons made credentials and assertions were asked with.
+        let reasons = Mutex<[String]>([])
 
         func credentials(relyingParty: String) async throws(CTAP2.Status) -> [FIDOCredentialInfo] {
             calls.withLock { $0.append("list \(relyingParty)") }
@@ -27,6 +29,7 @@ struct CTAP2AuthenticatorTests {
         func make(_ request: FIDOCredentialRequest, clientDataHash: [UInt8], userVerification: Bool, extensions: [UInt8]?,
                   reason: String) async throws(CTAP2.Status) -> FIDOMadeCredential {
             calls.withLock { $0.append("make \(request.relyingParty) uv=\(userVerification) rk=\(request.discoverable) cp=\(request.credProtect)") }
+            reasons.withLock { $0.append(reason) }
             if refuse.load(ordering: .relaxed) { throw .operationDenied }
             var info = FIDOCredentialInfo(id: [UInt8](repeating: UInt8(credentials.withLock { $0.count } + 1), count: 32), relyingParty: request.relyingParty,
                                           userID: request.userID, userName: request.userName, userDisplayName: request.userDisplayName,
@@ -144,6 +147,24 @@ struct CTAP2AuthenticatorTests {
         let tail = try CBOR.decode(Array(data.suffix(CBOR.map([.init(.text("credProtect"), .int(2))]).encoded().count)))
         #expect(tail == .map([.init(.text("credProtect"), .int(2))]))
         #expect(store.calls.withLock { $0 } == ["make example.org uv=true rk=true cp=2"])
+    }
+
+    @Test("a relying party's id is the client's words: the prompt shows it escaped (no newline, tab or terminal escape) and cut, the credential keeps it byte for byte; a plain one is shown as it is")
+    func relyingPartyShownEscaped() async throws {
+        let store = RecordingStore()
+        let authenticator = CTAP2Authenticator(store: store)
+        let hostile = "bank.example\n\u{1B}[2Jtouch now to unlock everything\t" + String(repeating: "x", count: 200)
+        for rp in ["example.org", hostile] {
+            let (status, _) = try Self.answer(await authenticator.handle(Self.makeCredential(rp: rp)))
+            #expect(status == 0)
+        }
+        let reasons = store.reasons.withLock { $0 }
+        #expect(reasons.first == "register with example.org")
+        let shown = try #require(reasons.last)
+        #expect(shown.hasPrefix("register with bank.example\\u{000A}\\u{001B}[2Jtouch now to unlock everything\\u{0009}xxx") && shown.hasSuffix("..."),
+                "\(shown)")
+        #expect(!shown.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F } && shown.count < 140, "\(shown)")
+        #expect(store.credentials.withLock { $0.map(\.relyingParty) } == ["example.org", hostile])
     }
 
     @Test("attestation formats: packed by default, none when the client prefers it (attestationFormatsPreference), packed when it names only formats not offered; getInfo lists both")

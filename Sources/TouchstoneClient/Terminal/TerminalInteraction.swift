@@ -121,7 +121,8 @@ public final class TerminalInteraction: AuthenticationInteraction {
 
     /// What the terminal shows while a touch is awaited.
     static func announceTouch(reason: String, enterForPasscode: Bool) {
-        say(reason)
+        // Whoever asked wrote the reason: one line, no terminal escapes.
+        say(SafeText.escaped(reason))
         say(enterForPasscode ? "touch the reader (Enter: use passcode, Ctrl-C: cancel)"
                              : "touch the reader (Ctrl-C: cancel)")
     }
