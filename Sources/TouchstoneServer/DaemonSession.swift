@@ -192,8 +192,8 @@ package final class DaemonSession: Sendable {
             }
         }
         let outcome = await perform(request, interactive: interactive)
-        guard case .success = outcome else { return (outcome, nil) }
-        return (outcome, request.target.map { "opened \($0)" + through })
+        guard case .success(let response) = outcome else { return (outcome, nil) }
+        return (outcome, (R.target(opened: response) ?? request.target).map { "opened \($0)" + through })
     }
 
     private func perform<R: EngineOperation>(_ request: R, interactive: Bool) async -> Outcome<R> {
@@ -227,13 +227,14 @@ package final class DaemonSession: Sendable {
     /// Keeps a grant the engine issued for this connection, under a new
     /// random id that the client presents again, for the reuse window it
     /// asked (at most `GrantPolicy.longest`; 0: one use, within the
-    /// daemon's timeout). A connection holds at most
+    /// daemon's timeout and never past `GrantPolicy.longest` either). A connection holds at most
     /// `GrantPolicy.perConnection`: beyond, the oldest goes.
     private func keep(_ grant: inout GrantReference, reuse: Double) {
         let now = PasscodeGate.clock()
         let window = min(max(reuse, 0), GrantPolicy.longest)
         let held = HeldGrant(reference: grant, issued: now,
-                             expires: now + (window > 0 ? window : Double(server.settings.timeout.wholeMilliseconds) / 1000), singleUse: window == 0)
+                             expires: now + min(window > 0 ? window : Double(server.settings.timeout.wholeMilliseconds) / 1000, GrantPolicy.longest),
+                             singleUse: window == 0)
         let (id, evicted) = state.withLock { state -> (UInt64, Int) in
             let before = state.grants.count
             state.grants = state.grants.filter { $0.value.expires >= now }

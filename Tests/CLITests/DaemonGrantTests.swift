@@ -8,7 +8,7 @@ import Testing
 /// client library, whose own caps it would not honour).
 @Suite("touchstoned bounds the grants it holds")
 struct DaemonGrantTests {
-    @Test("a grant opens items for the reuse window asked and never past 300 s after its touch; one asked with no window opens one read; a connection holds at most 16; each read through a grant is logged with the item and never the secret")
+    @Test("a grant opens items for the reuse window asked and never past 300 s after its touch; one asked with no window opens one read, within 300 s also under a daemon timeout of an hour; a connection holds at most 16; each read through a grant is logged with the item's service and account (also one by reference) and never the secret")
     func grantsBoundedByTheDaemon() async throws {
         try await blockingTest {
             let rig = try DaemonRig(startDaemon: false)
@@ -16,7 +16,8 @@ struct DaemonGrantTests {
             let clock = rig.clockFile
             func advance(_ seconds: Double) throws { try rig.advanceClock(seconds) }
             try advance(0)
-            try rig.startDaemon(extraEnvironment: ["TOUCHSTONE_TEST_CLOCK_FILE": clock])
+            // A daemon timeout past 300 s: a one-use grant must not outlive 300 s either.
+            try rig.startDaemon(extraArguments: ["--timeout", "3600"], extraEnvironment: ["TOUCHSTONE_TEST_CLOCK_FILE": clock])
 
             // This process (root) is the attacker's user: its vault in the
             // daemon, a finger, three items that open with any finger.
@@ -61,6 +62,20 @@ struct DaemonGrantTests {
             let once = try #require(try grant(reuse: 0))
             #expect(try read(1, once).secret == "secret-1")
             #expect(try read(2, once).failure == "interactionNotAllowed")
+            // Nor past 300 s, whatever the daemon's timeout: 299 s opens, 301 s does not.
+            let late = try #require(try grant(reuse: 0))
+            try advance(299)
+            #expect(try read(1, late).secret == "secret-1")
+            let later = try #require(try grant(reuse: 0))
+            try advance(301)
+            #expect(try read(1, later).failure == "interactionNotAllowed")
+
+            // An item read by its reference (as the Secret Service provider
+            // reads): the log names its service and account, not its number.
+            let byReference = try #require(try grant(reuse: 60))
+            client.send(#"{"head":{"operation":"item-secret","program":"hostile","interactive":false},"request":{"reference":{"id":2},"grant":{"id":\#(byReference),"passcode":false,"biometricMatch":true}}}"#)
+            let opened = try client.receive()
+            #expect(opened.secrets.first.map { String(decoding: $0, as: UTF8.self) } == "secret-2", "\(opened.json)")
 
             // Seventeen grants: the oldest is gone, the newest opens.
             var ids: [UInt64] = []
@@ -70,6 +85,7 @@ struct DaemonGrantTests {
 
             let log = rig.daemonLog
             #expect(log.contains("opened b1 / root through a grant made"), "\(log)")
+            #expect(log.contains("get: ok; opened b2 / root through a grant made") && !log.contains("opened item 2"), "\(log)")
             #expect(log.contains("a grant past its window presented for b3 / root"), "\(log)")
             #expect(log.contains("over the 16 a connection holds"), "\(log)")
             #expect(!log.contains("secret-1") && !log.contains("secret-2"), "a secret in the log")

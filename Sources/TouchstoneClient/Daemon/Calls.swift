@@ -402,6 +402,9 @@ extension Calls {
         package typealias Failure = KeychainError
         package static let name = "item-secret"
         package var target: String? { "\(reference)" }
+        package static func target(opened response: Opened) -> String? {
+            "\(response.attributes.service) / \(response.attributes.account)"
+        }
         package static let logName = "get"
         package var reference: ItemReference
         package var grant: GrantReference?

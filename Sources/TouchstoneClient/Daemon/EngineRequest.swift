@@ -30,6 +30,10 @@ package protocol EngineRequest: Codable, Sendable {
     /// What the operation opens with a grant (an item's service and
     /// account, an ssh key's name), for the daemon's log; never a secret.
     var target: String? { get }
+    /// What a successful response says the operation opened, where the
+    /// request alone cannot (an item read by its reference: the item's
+    /// service and account), for the daemon's log; nil: `target`.
+    static func target(opened response: Response) -> String?
     /// For an operation that issues a grant: how long the client asks to
     /// use it again (its context's reuse window, seconds). The daemon
     /// bounds it (`GrantPolicy`).
@@ -52,6 +56,7 @@ extension EngineRequest {
     }
     package var reason: String? { nil }
     package var target: String? { nil }
+    package static func target(opened response: Response) -> String? { nil }
     package var grantReuse: Double? { nil }
     package mutating func capTouchTimeout(milliseconds: Int) {}
     package static func issue(_ response: inout Response, _ mark: (inout GrantReference) -> Void) {}
