@@ -100,8 +100,9 @@ enum SecurityKeyProvider {
         do throws(Failure) {
             try requireECDSA(algorithm)
             let verify = flags & UInt8(TOUCHSTONE_SK_USER_VERIFICATION_REQD) != 0
-            let requester = PeerProgram.named(pid: getppid(), pidfd: nil)
-            let program = requester.command ?? "a program"
+            // The program that asked (ssh, ssh-keygen, ssh-agent: ssh-sk-helper's
+            // parent), by its executable, then its command name.
+            let program = PeerProgram.named(pid: getppid(), pidfd: nil).description
             let reason = "\(program) asks to sign with the security key for \(SafeText.shown(application))" + (verify ? " (verify-required)" : "")
             let interaction = DesktopInteraction(terminal: TerminalInteraction(), title: "Touchstone security key", log: { log($0) })
             let assertion = try await withDevice { device in

@@ -248,7 +248,7 @@ struct SecurityKeyTests {
         }
     }
 
-    @Test("without a terminal, a passcode key's signature asks through pinentry and a desktop notification, both naming ssh-keygen and the application: a wrong passcode signs nothing, the right one signs with the verified flag")
+    @Test("without a terminal, a passcode key's signature asks through pinentry and a desktop notification, both naming ssh-keygen by its executable and command name, and the application: a wrong passcode signs nothing, the right one signs with the verified flag")
     func pinentryAndNotification() async throws {
         let bus = try DBusRig()
         defer { bus.close() }
@@ -269,14 +269,14 @@ struct SecurityKeyTests {
         let wrong = try await offPool { rig.run("/usr/bin/ssh-keygen", sign) }
         #expect(wrong.code != 0 && !FileManager.default.fileExists(atPath: rig.folder + "/message.sig"), "\(wrong.stderr)")
         let dialog = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-        #expect(dialog.contains("GETPIN") && dialog.contains("ssh-keygen") && dialog.contains("ssh:door"), "\(dialog)")
+        #expect(dialog.contains("GETPIN") && dialog.contains("/usr/bin/ssh-keygen (ssh-keygen, pid ") && dialog.contains("ssh:door"), "\(dialog)")
 
         try "\(CLISandbox.passcode)\n".write(toFile: answers, atomically: true, encoding: .utf8)
         let right = try await offPool { rig.run("/usr/bin/ssh-keygen", sign) }
         #expect(right.code == 0, "\(right.stderr)")
         let verified = try await offPool { try rig.verify("message", signature: rig.folder + "/message.sig", publicKey: line) }
         #expect(verified.good && verified.flags == 0x05, "the passcode verifies the user: \(verified.output)")
-        #expect(try await eventually { notifications.notifications.contains { $0.body.contains("ssh-keygen") && $0.body.contains("ssh:door") } },
+        #expect(try await eventually { notifications.notifications.contains { $0.body.contains("/usr/bin/ssh-keygen (ssh-keygen, pid ") && $0.body.contains("ssh:door") } },
                 "\(notifications.notifications)")
         _ = try? await offPool { rig.close() }
     }
