@@ -27,17 +27,26 @@ package struct SpawnError: Error, Sendable, Hashable, CustomStringConvertible {
 package enum ChildSpawn {
     /// Starts `executable` with `arguments` (argv[0] is added), the file
     /// actions the caller set up, and `environment` (nil: this process's).
+    /// `inheritedBelow`: the child keeps descriptors below it (0-2, and
+    /// those the caller's actions map there); every other one is closed
+    /// in the child.
     package static func start(_ executable: String, _ arguments: [String], actions: inout posix_spawn_file_actions_t,
-                              environment: [String: String]? = nil, newSession: Bool = false) throws(SpawnError) -> pid_t {
+                              environment: [String: String]? = nil, newSession: Bool = false,
+                              inheritedBelow: Int32 = 3) throws(SpawnError) -> pid_t {
         try start(executable, bytes: arguments.map { Array($0.utf8) }, actions: &actions,
-                  environment: environment, newSession: newSession)
+                  environment: environment, newSession: newSession, inheritedBelow: inheritedBelow)
     }
 
     /// The same with each argument given as its bytes, which need not be
     /// UTF-8 (argv is bytes: the end-to-end tests pass undecodable ones).
     package static func start(_ executable: String, bytes arguments: [[UInt8]], actions: inout posix_spawn_file_actions_t,
-                              environment: [String: String]? = nil, newSession: Bool = false) throws(SpawnError) -> pid_t {
+                              environment: [String: String]? = nil, newSession: Bool = false,
+                              inheritedBelow: Int32 = 3) throws(SpawnError) -> pid_t {
+        // Marked here, and closed in the child after the caller's actions:
+        // a descriptor another thread opens between the two (a TSS socket,
+        // a pipe) reaches no child either.
         markDescriptorsCloseOnExec()
+        if let addCloseFrom { _ = addCloseFrom(&actions, inheritedBelow) }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -102,9 +111,15 @@ package enum ChildSpawn {
         status & 0x7f == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
     }
 
+    /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34 and later),
+    /// which Swift does not import: found at run time; nil on an older C
+    /// library, where the marking below is all there is.
+    private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+    private static let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
+        .map { unsafeBitCast($0, to: AddCloseFrom.self) }
+
     /// Sets FD_CLOEXEC on every descriptor above stderr (the TSS's sockets,
     /// Foundation's pipes), so a spawned child inherits none of them.
-    /// (glibc's posix_spawn_file_actions_addclosefrom_np does not import.)
     package static func markDescriptorsCloseOnExec() {
         guard let directory = opendir("/proc/self/fd") else { return }
         defer { closedir(directory) }

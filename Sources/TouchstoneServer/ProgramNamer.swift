@@ -54,7 +54,7 @@ package final class ProgramNamer: Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         let pid: pid_t
         do {
-            pid = try ChildSpawn.start(executable, ["--name-programs"], actions: &actions, environment: [:])
+            pid = try ChildSpawn.start(executable, ["--name-programs"], actions: &actions, environment: [:], inheritedBelow: 4)
         } catch {
             throw ProgramNamerFailure("cannot start the program namer: \(error)")
         }

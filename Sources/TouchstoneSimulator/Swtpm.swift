@@ -49,7 +49,7 @@ package struct Swtpm: Sendable {
     /// is kept, so a restart finds its keys and NV indices) and waits until
     /// its control channel answers.
     @discardableResult
-    package func start(timeout: TimeInterval = 10) throws(SimulatorError) -> Int32 {
+    package func start(timeout: TimeInterval = 30) throws(SimulatorError) -> Int32 {
         if let pid { return pid }
         let limit = SimulatorLayout.maximumTPMSocketPath
         guard socketPath.utf8.count <= limit else {

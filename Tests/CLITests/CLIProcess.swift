@@ -146,7 +146,8 @@ enum CLIProcess {
         do {
             let executable = wrapper.first ?? program
             let argv = wrapper.isEmpty ? arguments : (wrapper.dropFirst() + [program]).map { Array($0.utf8) } + arguments
-            pid = try ChildSpawn.start(executable, bytes: argv, actions: &actions, environment: environment, newSession: true)
+            pid = try ChildSpawn.start(executable, bytes: argv, actions: &actions, environment: environment, newSession: true,
+                                       inheritedBelow: fd3 == nil ? 3 : 4)
         } catch {
             throw RigFailure("\(error) (build it first: swift build)")
         }

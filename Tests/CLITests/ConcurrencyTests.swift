@@ -17,7 +17,9 @@ struct ConcurrencyTests {
             for account in ["one", "two"] {
                 #expect(sandbox.run(["--sim", "add", "s", account, "--access", "biometry-any"], stdin: Array(account.utf8)).code == 0)
             }
-            let first = try sandbox.start(["--sim", "get", "s", "one"])
+            // It waits for its touch while three other commands run: a wait
+            // no load makes it outlast.
+            let first = try sandbox.start(["--sim", "--timeout", "600", "get", "s", "one"])
             #expect(first.waitForStderr("touch the reader"))
 
             let second = sandbox.run(["--sim", "get", "s", "two"])

@@ -53,18 +53,18 @@ struct DaemonGrantTests {
 
             // Asked for an hour: 300 s at most.
             let hour = try #require(try grant(reuse: 3600))
-            try advance(299)
+            try advance(290)
             #expect(try read(1, hour).secret == "secret-1")
-            try advance(2)
+            try advance(11)
             #expect(try read(1, hour).failure == "interactionNotAllowed")
 
             // No window: one read, then nothing.
             let once = try #require(try grant(reuse: 0))
             #expect(try read(1, once).secret == "secret-1")
             #expect(try read(2, once).failure == "interactionNotAllowed")
-            // Nor past 300 s, whatever the daemon's timeout: 299 s opens, 301 s does not.
+            // Nor past 300 s, whatever the daemon's timeout: 290 s opens, 301 s does not.
             let late = try #require(try grant(reuse: 0))
-            try advance(299)
+            try advance(290)
             #expect(try read(1, late).secret == "secret-1")
             let later = try #require(try grant(reuse: 0))
             try advance(301)

@@ -107,10 +107,11 @@ final class SSHAgentRig {
     }
 }
 
-/// Bytes to a Unix socket and whatever comes back until the peer closes or
-/// a second passes without data.
-func exchange(_ socket: String, _ bytes: [UInt8]) -> [UInt8]? {
-    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+/// Bytes to a Unix socket; back, what came until the peer closed, or one
+/// whole agent message (its length, then that many bytes) arrived, or 30 s
+/// passed without either; and whether the peer closed (or reset it).
+func exchange(_ socket: String, _ bytes: [UInt8]) -> (reply: [UInt8], closed: Bool)? {
+    let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
     guard fd >= 0 else { return nil }
     defer { Glibc.close(fd) }
     var address = sockaddr_un()
@@ -122,15 +123,20 @@ func exchange(_ socket: String, _ bytes: [UInt8]) -> [UInt8]? {
         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
     }
     guard connected == 0 else { return nil }
-    var timeout = timeval(tv_sec: 1, tv_usec: 0)
+    var timeout = timeval(tv_sec: 30, tv_usec: 0)
     setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
     _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
     var out: [UInt8] = []
     var buffer = [UInt8](repeating: 0, count: 4096)
     while true {
+        if out.count >= 4 {
+            let length = out.prefix(4).reduce(0) { $0 << 8 | Int($1) }
+            if out.count >= 4 + length { return (out, false) }
+        }
         let n = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        if n <= 0 { break }
+        // A peer that closed with bytes of ours unread resets the connection.
+        if n == 0 || (n < 0 && errno == ECONNRESET) { return (out, true) }
+        if n < 0 { return (out, false) }
         out += buffer[0..<n]
     }
-    return out
 }

@@ -60,7 +60,7 @@ struct TPMFaultTests {
             var actions = posix_spawn_file_actions_t()
             posix_spawn_file_actions_init(&actions)
             defer { posix_spawn_file_actions_destroy(&actions) }
-            let other = try ChildSpawn.start("/bin/sleep", ["60"], actions: &actions)
+            let other = try ChildSpawn.start("/bin/sleep", ["3600"], actions: &actions)
             defer { kill(other, SIGKILL); _ = ChildSpawn.waitForExit(other) }
             try "\(other)\n".write(toFile: sandbox.home + "/sim/tpm/pid", atomically: false, encoding: .utf8)
 

@@ -58,7 +58,7 @@ extension VirtualReaderTests {
                 #expect(try enrollment.domainState() == nil)
 
                 try await rig.queueEnrollment(of: "one")
-                try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
+                try await enrollment.enroll(.rightIndex, timeout: .seconds(60))
                 let afterFirst = try #require(try enrollment.domainState())
                 #expect(afterFirst.count == 32)
                 #expect(try enrollment.domainState() == afterFirst)
@@ -66,11 +66,11 @@ extension VirtualReaderTests {
                 // Reading prints and matching do not change it.
                 _ = try enrollment.enrolledFingers()
                 try await rig.send("SCAN one")
-                #expect(try await enrollment.verify(.rightIndex, timeout: .seconds(10)))
+                #expect(try await enrollment.verify(.rightIndex, timeout: .seconds(60)))
                 #expect(try enrollment.domainState() == afterFirst)
 
                 try await rig.queueEnrollment(of: "two")
-                try await enrollment.enroll(.leftIndex, timeout: .seconds(10))
+                try await enrollment.enroll(.leftIndex, timeout: .seconds(60))
                 let afterSecond = try #require(try enrollment.domainState())
                 #expect(afterSecond != afterFirst)
 
@@ -80,7 +80,7 @@ extension VirtualReaderTests {
                 #expect(afterRemove != afterFirst, "same set as after the first enrolment, yet a new value")
 
                 try await rig.queueEnrollment(of: "two")
-                try await enrollment.enroll(.leftIndex, timeout: .seconds(10))
+                try await enrollment.enroll(.leftIndex, timeout: .seconds(60))
                 let afterReAdd = try #require(try enrollment.domainState())
                 for earlier in [afterFirst, afterSecond, afterRemove] {
                     #expect(afterReAdd != earlier)
@@ -92,10 +92,10 @@ extension VirtualReaderTests {
             try await withRig(.device) { rig in
                 let enrollment = try rig.enrollment()
                 try await rig.queueEnrollment(of: "kept")
-                try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
+                try await enrollment.enroll(.rightIndex, timeout: .seconds(60))
                 let before = try #require(try enrollment.domainState())
                 try await rig.send("ERROR 5")
-                let error = await fingerprintError { _ = try await enrollment.enroll(.leftIndex, timeout: .seconds(10)) }
+                let error = await fingerprintError { _ = try await enrollment.enroll(.leftIndex, timeout: .seconds(60)) }
                 #expect(error == .protocolError)
                 #expect(try enrollment.domainState() == before)
             }

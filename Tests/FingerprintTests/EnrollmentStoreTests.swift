@@ -143,9 +143,9 @@ extension VirtualReaderTests {
             try await withRig(.device) { rig in
                 let enrollment = try rig.enrollment()
                 try await rig.queueEnrollment(of: "first")
-                try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
+                try await enrollment.enroll(.rightIndex, timeout: .seconds(60))
                 try await rig.queueEnrollment(of: "second")
-                try await enrollment.enroll(.rightMiddle, timeout: .seconds(10))
+                try await enrollment.enroll(.rightMiddle, timeout: .seconds(60))
 
                 let store = try #require(enrollment.store as? FileEnrollmentStore)
                 let path = store.recordPath(.rightIndex, user: "alice", reader: rig.reader.identity)
@@ -160,10 +160,10 @@ extension VirtualReaderTests {
                 #expect(error?.description.contains("right-index-finger") == true)
 
                 try await rig.send("SCAN second")
-                #expect(try await enrollment.verify(.rightMiddle, timeout: .seconds(10)))
+                #expect(try await enrollment.verify(.rightMiddle, timeout: .seconds(60)))
                 // Any-finger verification skips the unreadable record.
                 try await rig.send("SCAN second")
-                #expect(try await enrollment.verifyAny(timeout: .seconds(10)) == .rightMiddle)
+                #expect(try await enrollment.verifyAny(timeout: .seconds(60)) == .rightMiddle)
             }
         }
 
@@ -191,7 +191,7 @@ extension VirtualReaderTests {
                 #expect(finger == .rightRing)
                 #expect(!reason.isEmpty)
                 try await rig.send("SCAN ok")
-                #expect(try await rig.backend.verify(good, timeout: .seconds(10), events: { _ in }))
+                #expect(try await rig.backend.verify(good, timeout: .seconds(60), events: { _ in }))
             }
         }
 

@@ -22,7 +22,7 @@ extension VirtualReaderTests {
                     try await rig.send(command)
                 }
                 let log = EventLog()
-                let print = try await enrollment.enroll(.rightIndex, timeout: .seconds(10), events: log.handler)
+                let print = try await enrollment.enroll(.rightIndex, timeout: .seconds(60), events: log.handler)
 
                 #expect(log.events == [
                     .stage(completed: 1, total: 5), .stage(completed: 2, total: 5),
@@ -43,7 +43,7 @@ extension VirtualReaderTests {
                 for _ in 0..<3 { try await rig.send("SCAN t") }
                 let log = EventLog()
                 _ = try await rig.backend.enroll(.leftThumb, username: "alice", on: rig.reader.identity,
-                                                 timeout: .seconds(10), events: log.handler)
+                                                 timeout: .seconds(60), events: log.handler)
                 #expect(log.events == [.stage(completed: 1, total: 3), .stage(completed: 2, total: 3),
                                        .stage(completed: 3, total: 3)])
             }
@@ -102,7 +102,7 @@ extension VirtualReaderTests {
                 #expect(try enrollment.domainState() == nil)
 
                 try await rig.queueEnrollment(of: "k")
-                try await enrollment.enroll(.rightRing, timeout: .seconds(10))
+                try await enrollment.enroll(.rightRing, timeout: .seconds(60))
                 #expect(try enrollment.enrolledFingers() == [.rightRing])
             }
         }

@@ -19,7 +19,7 @@ extension VirtualReaderTests {
                 try await rig.send("RETRY \(code)")
                 try await rig.send("SCAN r")
                 let log = EventLog()
-                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: log.handler) == true)
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: log.handler) == true)
                 #expect(log.events == [.retry(hint)])
             }
         }
@@ -32,7 +32,7 @@ extension VirtualReaderTests {
                 for _ in 0..<4 { try await rig.send("SCAN e") }
                 let log = EventLog()
                 _ = try await rig.backend.enroll(.leftRing, username: "alice", on: rig.reader.identity,
-                                                 timeout: .seconds(10), events: log.handler)
+                                                 timeout: .seconds(60), events: log.handler)
                 #expect(log.events.count == 6)
                 #expect(log.events.dropFirst().first == .retry(hint))
                 #expect(log.events.last == .stage(completed: 5, total: 5))
@@ -58,7 +58,7 @@ extension VirtualReaderTests {
                 let print = try await rig.enroll(.rightIndex, as: "x")
                 try await rig.send("ERROR \(code)")
                 let error = await fingerprintError {
-                    _ = try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in })
+                    _ = try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
                 }
                 #expect(error == expected)
             }
@@ -73,7 +73,7 @@ extension VirtualReaderTests {
                 try await rig.send("SCAN q")
                 try await rig.send("ERROR \(code)")
                 let error = await fingerprintError {
-                    _ = try await enrollment.enroll(.leftLittle, timeout: .seconds(10))
+                    _ = try await enrollment.enroll(.leftLittle, timeout: .seconds(60))
                 }
                 #expect(error == expected)
                 #expect(try enrollment.enrolledFingers() == [])
@@ -87,7 +87,7 @@ extension VirtualReaderTests {
             try await withRig(.device) { rig in
                 let print = try await rig.enroll(.rightIndex, as: "nf")
                 try await rig.send("ERROR 7")
-                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == false)
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == false)
             }
         }
 
@@ -96,7 +96,7 @@ extension VirtualReaderTests {
                 let print = try await rig.enroll(.rightIndex, as: "held")
                 try await rig.send("SCAN never-enrolled")
                 let found = try await rig.backend.identify(among: [print], on: rig.reader.identity,
-                                                           timeout: .seconds(10), events: { _ in })
+                                                           timeout: .seconds(60), events: { _ in })
                 #expect(found == nil)
             }
         }
@@ -125,7 +125,7 @@ extension VirtualReaderTests {
                 let print = try await rig.enroll(.rightIndex, as: "g")
                 try await rig.send("ERROR \(code)")
                 let error = await fingerprintError {
-                    _ = try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in })
+                    _ = try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in })
                 }
                 guard case .notAvailable(let reason) = error else {
                     Issue.record("expected notAvailable, got \(String(describing: error))")
@@ -141,13 +141,13 @@ extension VirtualReaderTests {
                 try await rig.send("SCAN h")
                 try await rig.send("ERROR 257")
                 let error = await fingerprintError {
-                    _ = try await enrollment.enroll(.rightThumb, timeout: .seconds(10))
+                    _ = try await enrollment.enroll(.rightThumb, timeout: .seconds(60))
                 }
                 #expect(error == .tooHot)
                 #expect(try enrollment.enrolledFingers() == [])
 
                 try await rig.queueEnrollment(of: "h")
-                try await enrollment.enroll(.rightThumb, timeout: .seconds(10))
+                try await enrollment.enroll(.rightThumb, timeout: .seconds(60))
                 #expect(try enrollment.enrolledFingers() == [.rightThumb])
             }
         }

@@ -22,7 +22,7 @@ extension VirtualReaderTests {
         @Test func enrolledPrintIsListedWithItsFingerAndUser() async throws {
             try await withRig(.storage) { rig in
                 let print = try await rig.enroll(.rightIndex, as: Self.recordID, user: "alice")
-                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
+                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(60))
                 #expect(listed.count == 1)
                 #expect(listed.first?.finger == .rightIndex)
                 #expect(listed.first?.username == "alice")
@@ -33,10 +33,10 @@ extension VirtualReaderTests {
         @Test func aListedPrintCanBeDeleted() async throws {
             try await withRig(.storage) { rig in
                 _ = try await rig.enroll(.leftIndex, as: "listed-then-deleted")
-                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
+                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(60))
                 let only = try #require(listed.first)
-                try await rig.backend.deleteDevicePrint(only, timeout: .seconds(10))
-                #expect(try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10)).isEmpty)
+                try await rig.backend.deleteDevicePrint(only, timeout: .seconds(60))
+                #expect(try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(60)).isEmpty)
             }
         }
 
@@ -47,10 +47,10 @@ extension VirtualReaderTests {
                 try await rig.send("SCAN dup")
                 let error = await fingerprintError {
                     _ = try await rig.backend.enroll(.leftIndex, username: "alice", on: rig.reader.identity,
-                                                     timeout: .seconds(10), events: { _ in })
+                                                     timeout: .seconds(60), events: { _ in })
                 }
                 #expect(error == .dataDuplicate)
-                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
+                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(60))
                 #expect(listed.count == 1)
             }
         }
@@ -61,11 +61,11 @@ extension VirtualReaderTests {
                 let thumb = try await rig.enroll(.rightThumb, as: "thb")
                 try await rig.send("SCAN thb")
                 let found = try await rig.backend.identify(among: [index, thumb], on: rig.reader.identity,
-                                                           timeout: .seconds(10), events: { _ in })
+                                                           timeout: .seconds(60), events: { _ in })
                 #expect(found == thumb)
                 try await rig.send("SCAN idx")
                 let again = try await rig.backend.identify(among: [index, thumb], on: rig.reader.identity,
-                                                           timeout: .seconds(10), events: { _ in })
+                                                           timeout: .seconds(60), events: { _ in })
                 #expect(again == index)
             }
         }
@@ -76,7 +76,7 @@ extension VirtualReaderTests {
                 _ = try await rig.enroll(.leftIndex, as: "not-in-gallery")
                 try await rig.send("SCAN not-in-gallery")
                 let found = try await rig.backend.identify(among: [index], on: rig.reader.identity,
-                                                           timeout: .seconds(10), events: { _ in })
+                                                           timeout: .seconds(60), events: { _ in })
                 #expect(found == nil)
             }
         }
@@ -88,7 +88,7 @@ extension VirtualReaderTests {
                 try await rig.send("SCAN ir")
                 let log = EventLog()
                 let found = try await rig.backend.identify(among: [index], on: rig.reader.identity,
-                                                           timeout: .seconds(10), events: log.handler)
+                                                           timeout: .seconds(60), events: log.handler)
                 #expect(found == index)
                 #expect(log.events == [.retry(.centerFinger)])
             }
@@ -97,11 +97,11 @@ extension VirtualReaderTests {
         @Test func deleteRemovesThePrintAndASecondDeleteReportsItMissing() async throws {
             try await withRig(.storage) { rig in
                 let print = try await rig.enroll(.leftMiddle, as: "del")
-                try await rig.backend.deleteDevicePrint(DevicePrint(print), timeout: .seconds(10))
-                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
+                try await rig.backend.deleteDevicePrint(DevicePrint(print), timeout: .seconds(60))
+                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(60))
                 #expect(listed.isEmpty)
                 let error = await fingerprintError {
-                    try await rig.backend.deleteDevicePrint(DevicePrint(print), timeout: .seconds(10))
+                    try await rig.backend.deleteDevicePrint(DevicePrint(print), timeout: .seconds(60))
                 }
                 #expect(error == .dataNotFound)
             }
@@ -111,15 +111,15 @@ extension VirtualReaderTests {
             try await withRig(.storage) { rig in
                 let enrollment = try rig.enrollment()
                 try await rig.queueEnrollment(of: "m1")
-                try await enrollment.enroll(.rightIndex, timeout: .seconds(10))
+                try await enrollment.enroll(.rightIndex, timeout: .seconds(60))
                 try await rig.queueEnrollment(of: "m2")
-                try await enrollment.enroll(.leftIndex, timeout: .seconds(10))
+                try await enrollment.enroll(.leftIndex, timeout: .seconds(60))
                 try await rig.send("SCAN m2")
-                #expect(try await enrollment.verifyAny(timeout: .seconds(10)) == .leftIndex)
+                #expect(try await enrollment.verifyAny(timeout: .seconds(60)) == .leftIndex)
 
                 try await enrollment.remove(.leftIndex)
                 #expect(try enrollment.enrolledFingers() == [.rightIndex])
-                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(10))
+                let listed = try await rig.backend.devicePrints(on: rig.reader.identity, timeout: .seconds(60))
                 #expect(listed.count == 1)
                 let error = await fingerprintError { try await enrollment.remove(.leftIndex) }
                 #expect(error == .notEnrolled(.leftIndex))

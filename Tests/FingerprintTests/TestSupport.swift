@@ -37,7 +37,7 @@ extension VirtualRig {
     func enroll(_ finger: Finger, as id: String, user: String = "alice") async throws -> EnrolledPrint {
         try await queueEnrollment(of: id)
         return try await backend.enroll(finger, username: user, on: reader.identity,
-                                        timeout: .seconds(10), events: { _ in })
+                                        timeout: .seconds(60), events: { _ in })
     }
 
     /// A `FingerprintEnrollment` for `user` with a file store in the rig's directory.

@@ -10,9 +10,9 @@ extension VirtualReaderTests {
             try await withRig(.device) { rig in
                 let print = try await rig.enroll(.rightIndex, as: "alice-right-index")
                 try await rig.send("SCAN alice-right-index")
-                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == true)
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true)
                 try await rig.send("SCAN somebody-else")
-                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == false)
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == false)
             }
         }
 
@@ -29,12 +29,13 @@ extension VirtualReaderTests {
                 let error = await fingerprintError { _ = try await waiting.value }
                 let latency = ContinuousClock.now - cancelledAt
                 #expect(error == .cancelled)
-                // The design target is 100 ms; the bound is loose so a busy
-                // CI machine cannot make the test flaky.
-                #expect(latency < .seconds(2), "cancel took \(latency)")
+                // A cancel, not the verify's 60 s timeout: the bound tells them
+                // apart on any machine (how fast a cancel is, is measured, not
+                // tested).
+                #expect(latency < .seconds(20), "cancel took \(latency)")
 
                 try await rig.send("SCAN c")
-                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == true)
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true)
             }
         }
 
@@ -48,7 +49,7 @@ extension VirtualReaderTests {
                 let error = await fingerprintError { _ = try await waiting.value }
                 #expect(error == .cancelled)
                 try await rig.send("SCAN early")
-                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == true)
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true)
             }
         }
 
@@ -65,7 +66,7 @@ extension VirtualReaderTests {
                 #expect(waited < .seconds(10), "gave up after \(waited)")
 
                 try await rig.send("SCAN t")
-                #expect(try await rig.backend.verify(print, timeout: .seconds(10), events: { _ in }) == true)
+                #expect(try await rig.backend.verify(print, timeout: .seconds(60), events: { _ in }) == true)
             }
         }
 

@@ -26,6 +26,8 @@ struct PinentryTests {
         let shown = String(decoding: terminal.echoed, as: UTF8.self)
         #expect(shown.contains("Open mail / alice") && shown.contains("for secret-tool (pid 42)"), "\(shown)")
         let passcode = "100% sûr %25 x"
+        // pinentry-tty turns echo off (TCSAFLUSH: typed-ahead input dropped) after its prompt.
+        #expect(try await terminal.waitForEchoOff())
         terminal.type(passcode + "\n")
         guard case .passcode(let got) = try await asking.value else {
             Issue.record("no passcode came back")
@@ -40,6 +42,7 @@ struct PinentryTests {
         let asking = ask(terminal, error: "Wrong passcode (1 of 10)")
         #expect(try await terminal.waitForShown("Passcode:"))
         #expect(String(decoding: terminal.echoed, as: UTF8.self).contains("Wrong passcode (1 of 10)"))
+        #expect(try await terminal.waitForEchoOff())
         terminal.type([0x04])
         guard case .cancelled = try await asking.value else {
             Issue.record("a Ctrl-D was not a cancel")

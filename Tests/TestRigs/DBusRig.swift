@@ -48,8 +48,10 @@ package final class DBusRig: @unchecked Sendable {
         posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
         posix_spawn_file_actions_addopen(&actions, 2, folder + "/dbus-daemon.log", O_WRONLY | O_CREAT, 0o600)
         daemon = try ChildSpawn.start(dbusDaemon, ["--config-file=" + config, "--nofork", "--nosyslog"], actions: &actions)
-        // Ready when its socket accepts a connection.
-        for _ in 0..<500 {
+        // Ready when its socket accepts a connection (a minute at most: a
+        // bound for a daemon that never listens, not for a slow machine).
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
             if unixSocketAccepts(socket) { return }
             var status: Int32 = 0
             if let daemon, waitpid(daemon, &status, WNOHANG) == daemon {

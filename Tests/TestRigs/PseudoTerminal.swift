@@ -74,6 +74,17 @@ package final class PseudoTerminal: @unchecked Sendable {
         try await eventually { String(decoding: echoed, as: UTF8.self).contains(text) }
     }
 
+    /// Waits until the terminal's echo is off (the master reads the
+    /// slave's settings): a program that turns it off with TCSAFLUSH, as
+    /// pinentry-tty does after it prints its prompt, discards what was
+    /// typed before; typed after this, nothing is lost.
+    package func waitForEchoOff() async throws -> Bool {
+        try await eventually {
+            var settings = termios()
+            return tcgetattr(master, &settings) == 0 && settings.c_lflag & tcflag_t(ECHO) == 0
+        }
+    }
+
     /// `waitForShown` blocking the calling thread (a test's own: `offPool`).
     package func blockingWaitForShown(_ text: String) -> Bool {
         blockingEventually { String(decoding: echoed, as: UTF8.self).contains(text) }

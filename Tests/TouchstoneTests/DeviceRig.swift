@@ -83,7 +83,7 @@ final class DeviceRig: @unchecked Sendable {
         let context = device.makeContext()
         let person = Person(socket: socket, touch: touch, passcode: passcode)
         context.interaction = person
-        context.touchTimeout = .seconds(10)
+        context.touchTimeout = .seconds(60)  // a bound for a hang, never reached by a slow machine
         return (context, person)
     }
 
@@ -132,7 +132,7 @@ final class Person: AuthenticationInteraction, @unchecked Sendable {
     func waitForPasscodeRequest(reason: String, passcodeAllowed: Bool) async {
         touchPrompts.withLock { $0 += 1 }
         if let touch {
-            _ = try? await socket.send("SCAN \(touch)")
+            _ = try? await socket.send("SCAN \(touch)", wait: .seconds(60))
         } else if passcodeAllowed, passcodeText != nil {
             return  // "Enter: use passcode"
         } else {
