@@ -216,7 +216,7 @@ let package = Package(
         .testTarget(name: "POSIXTests", dependencies: ["TouchstonePOSIX", "TouchstoneModel"], path: "Tests/POSIXTests"),
         .testTarget(name: "CommandLineTests", dependencies: ["TestRigs", "TouchstoneCommandLine"], path: "Tests/CommandLineTests"),
         // End-to-end: the built touchstone binary as a subprocess, on the simulator.
-        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneDBus"], path: "Tests/CLITests"),
+        .testTarget(name: "CLITests", dependencies: ["TestRigs", "TouchstonePOSIX", "TouchstoneServer", "TouchstoneTPM", "TouchstoneVault", "TouchstoneSecure", "TouchstoneSimulator", "TouchstoneDBus", "TouchstoneModel"], path: "Tests/CLITests"),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -191,17 +191,14 @@ package final class SecretServiceProvider: Sendable {
         }
     }
 
-    /// The clock unlocks expire by: the wall clock; in debug builds moved
-    /// on by the seconds in the file TOUCHSTONE_TEST_CLOCK_FILE names (the
-    /// daemon's test clock, docs/daemon.md), so that a test passes the
-    /// reuse window without sleeping through it.
+    /// The clock unlocks expire by: the wall clock; in debug builds the
+    /// test clock of the file TOUCHSTONE_TEST_CLOCK_FILE names (the
+    /// daemon's, `TestClockFile`), so that a test passes the reuse window
+    /// without sleeping through it.
     static let clock: @Sendable () -> Date = {
         #if TOUCHSTONE_TEST_SUPPORT
         if let file = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_CLOCK_FILE"] {
-            return {
-                let text = (try? String(contentsOfFile: file, encoding: .utf8)) ?? ""
-                return Date(timeIntervalSinceNow: Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0)
-            }
+            return { Date(timeIntervalSince1970: TestClockFile.now(file)) }
         }
         #endif
         return { Date() }

@@ -66,17 +66,14 @@ package final class PasscodeGate: Sendable {
         self.now = now
     }
 
-    /// The wall clock; in debug builds moved on by the seconds in the file
-    /// TOUCHSTONE_TEST_CLOCK_FILE names, so that a test passes a wait
-    /// without sleeping through it (and never depends on the machine's speed).
+    /// The wall clock; in debug builds the test clock of the file
+    /// TOUCHSTONE_TEST_CLOCK_FILE names (`TestClockFile`: standing still,
+    /// or moved on), so that a test passes a wait without sleeping through
+    /// it and never depends on the machine's speed.
     package static let clock: @Sendable () -> Double = {
         #if TOUCHSTONE_TEST_SUPPORT
         if let file = ProcessInfo.processInfo.environment["TOUCHSTONE_TEST_CLOCK_FILE"] {
-            return {
-                let offset = (try? String(contentsOfFile: file, encoding: .utf8))
-                    .flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
-                return Date().timeIntervalSince1970 + offset
-            }
+            return { TestClockFile.now(file) }
         }
         #endif
         return { Date().timeIntervalSince1970 }

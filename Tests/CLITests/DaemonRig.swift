@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import TestRigs
 import TouchstoneSimulator
+import TouchstoneModel
 
 /// A user this test created (useradd) and removes (userdel).
 struct TestUser {
@@ -263,15 +264,14 @@ final class DaemonRig {
 
     // MARK: - The daemon's clock (debug builds)
 
-    /// The file the daemon reads its clock's offset from
-    /// (TOUCHSTONE_TEST_CLOCK_FILE): a test moves time on instead of
-    /// sleeping through it.
+    /// The file the daemon reads its clock from (TOUCHSTONE_TEST_CLOCK_FILE,
+    /// `TestClockFile`): a test moves time on instead of sleeping through it.
     var clockFile: String { root + "/clock" }
 
-    /// Moves the daemon's clock on by `seconds` (0: makes the file).
+    /// Moves the daemon's clock on by `seconds` (0: makes the file), where
+    /// it then stands: no step of the test, however slow, moves it.
     func advanceClock(_ seconds: Double) throws {
-        let now = Double((try? String(contentsOfFile: clockFile, encoding: .utf8)) ?? "0") ?? 0
-        try "\(now + seconds)".write(toFile: clockFile, atomically: false, encoding: .utf8)
+        try TestClockFile.advanced(clockFile, by: seconds).write(toFile: clockFile, atomically: true, encoding: .utf8)
         // The daemon's user reads it, whatever this process's umask.
         guard chmod(clockFile, 0o644) == 0 else { throw RigFailure("chmod \(clockFile) failed") }
     }

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import TestRigs
 import TouchstoneDBus
+import TouchstoneModel
 
 /// One Secret Service test's world: a CLISandbox (the simulator), a
 /// private dbus-daemon as the session bus, `touchstone secret-service` on
@@ -141,11 +142,11 @@ final class SecretServiceRig: @unchecked Sendable {
         return false
     }
 
-    /// Moves the provider's clock (and the daemon's) on by `seconds`.
+    /// Moves the provider's clock (and the daemon's) on by `seconds`, where
+    /// it then stands (`TestClockFile`).
     func advanceClock(_ seconds: Double) throws {
         let file = sandbox.root + "/clock"
-        let now = Double((try? String(contentsOfFile: file, encoding: .utf8)) ?? "0") ?? 0
-        try "\(now + seconds)".write(toFile: file, atomically: true, encoding: .utf8)
+        try TestClockFile.advanced(file, by: seconds).write(toFile: file, atomically: true, encoding: .utf8)
     }
 
     /// The provider's log so far.
