@@ -26,6 +26,7 @@ package final class DaemonSession: Sendable {
         var prompts: [UInt32: CheckedContinuation<(DaemonReply, [SecureBytes]), any Error>] = [:]
         var nextPrompt: UInt32 = 1
         var grants: [UInt64: HeldGrant] = [:]
+        var grantsMade: UInt64 = 0
     }
     private let state = Locked(State())
     private let busy = Atomic<Bool>(false)
@@ -232,21 +233,20 @@ package final class DaemonSession: Sendable {
     private func keep(_ grant: inout GrantReference, reuse: Double) {
         let now = PasscodeGate.clock()
         let window = min(max(reuse, 0), GrantPolicy.longest)
-        let held = HeldGrant(reference: grant, issued: now,
-                             expires: now + min(window > 0 ? window : Double(server.settings.timeout.wholeMilliseconds) / 1000, GrantPolicy.longest),
-                             singleUse: window == 0)
+        let expires = now + min(window > 0 ? window : Double(server.settings.timeout.wholeMilliseconds) / 1000, GrantPolicy.longest)
         let (id, evicted) = state.withLock { state -> (UInt64, Int) in
             let before = state.grants.count
             state.grants = state.grants.filter { $0.value.expires >= now }
             var evicted = before - state.grants.count
             while state.grants.count >= GrantPolicy.perConnection,
-                  let oldest = state.grants.min(by: { $0.value.issued < $1.value.issued })?.key {
+                  let oldest = state.grants.min(by: { $0.value.order < $1.value.order })?.key {
                 state.grants[oldest] = nil
                 evicted += 1
             }
             var id = UInt64.random(in: 1...UInt64.max)
             while state.grants[id] != nil { id = UInt64.random(in: 1...UInt64.max) }
-            state.grants[id] = held
+            state.grantsMade += 1
+            state.grants[id] = HeldGrant(reference: grant, issued: now, order: state.grantsMade, expires: expires, singleUse: window == 0)
             return (id, evicted)
         }
         grant.id = id

@@ -34,6 +34,10 @@ struct HeldGrant: Sendable {
     let reference: GrantReference
     /// When it was made, on the daemon's clock (seconds).
     let issued: Double
+    /// Its place among the connection's grants, oldest first: the one that
+    /// goes beyond `perConnection` (two made within one tick of the clock
+    /// have the same `issued`).
+    let order: UInt64
     /// After this it opens nothing (a one-use grant, once used: at once).
     var expires: Double
     /// Made with no reuse window: it opens one operation, then is gone.
