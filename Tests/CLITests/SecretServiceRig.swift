@@ -33,6 +33,10 @@ final class SecretServiceRig: @unchecked Sendable {
         sandbox.extraEnvironment["DBUS_SESSION_BUS_ADDRESS"] = bus.address
         // No dialog unless a test gives one (a touch only).
         sandbox.extraEnvironment["TOUCHSTONE_PINENTRY"] = "/nonexistent/pinentry"
+        // A touch the test gives once it sees the prompt comes however slow
+        // the machine: the wait for it is no window a test checks (those
+        // tests give --timeout themselves), only a bound for a hang.
+        sandbox.extraEnvironment["TOUCHSTONE_TIMEOUT"] = "300"
     }
 
     /// A rig made off the cooperative pool (it starts the simulator), given
