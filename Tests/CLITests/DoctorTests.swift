@@ -5,6 +5,7 @@ import TestRigs
 import TouchstoneDBus
 import TouchstoneTPM
 import TouchstoneSimulator
+import TouchstoneModel
 
 /// `touchstone doctor` against the real parts it looks at: the simulator,
 /// its touchstoned, a private session bus with Touchstone's provider or
@@ -229,7 +230,7 @@ struct DoctorTests {
             let openSSH = try CLIProcess.start(["-D", "-a", openSSHSocket], environment: sandbox.environment, scratch: sandbox.scratch,
                                                program: "/usr/bin/ssh-agent")
             defer { openSSH.signal(SIGTERM); _ = openSSH.wait(timeout: 30) }
-            #expect(blockingEventually { FileManager.default.fileExists(atPath: openSSHSocket) })
+            #expect(blockingEventually { unixSocketAccepts(openSSHSocket) })
             sandbox.extraEnvironment["SSH_AUTH_SOCK"] = openSSHSocket
             let elsewhere = try agentFinding()
             #expect(elsewhere.state == "problem" && elsewhere.detail.contains("SSH_AUTH_SOCK points at \(openSSHSocket) (/usr/bin/ssh-agent"), "\(elsewhere)")

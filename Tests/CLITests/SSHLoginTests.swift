@@ -78,7 +78,9 @@ final class SSHServerRig {
             while Date() < deadline {
                 var status: Int32 = 0
                 if waitpid(started, &status, WNOHANG) == started { pid = nil; break }  // the port was taken: try another
-                if Self.banner(candidate) {
+                // Ours listens (its log says so), not another test's sshd
+                // that took the port first while this one was starting.
+                if log.contains("Server listening on 127.0.0.1 port \(candidate).") && Self.banner(candidate) {
                     port = candidate
                     return
                 }

@@ -5,6 +5,7 @@ import TestRigs
 import TouchstoneTPM
 import TouchstoneDBus
 import TouchstoneSecure
+import TouchstoneModel
 
 /// `touchstone secret-service` on a private bus, driven by the real
 /// clients: secret-tool, Python's secretstorage and keyring, libsecret as
@@ -496,7 +497,7 @@ struct SecretServiceInstallTests {
                                      program: "/usr/bin/secret-tool").wait()
             }
             let ready = Date().addingTimeInterval(60)
-            while !FileManager.default.fileExists(atPath: folder + "/socket"), Date() < ready { usleep(10_000) }
+            while !unixSocketAccepts(folder + "/socket"), Date() < ready { usleep(10_000) }  // listening, not just bound
             let stored = try secretTool(["store", "--label=Activated", "service", "act", "account", "1"], "by-activation")
             #expect(stored.code == 0, "\(stored.stderr)")
             #expect(sandbox.run(["--sim", "get", "act", "1"]).stdoutText == "by-activation")
