@@ -86,7 +86,7 @@ extension Session {
         let outcome = try await withDevice { device in
             let run = SecretServiceImport(source: source, device: device, access: access, dryRun: dryRun,
                                           unlockTimeout: .seconds(max(options.timeout.components.seconds, 300)),
-                                          log: { Output.progress($0) })
+                                          comparingWith: makeContext(device), log: { Output.progress($0) })
             do {
                 return try await run.run()
             } catch {

@@ -19,14 +19,24 @@ package struct SecretServiceImport: Sendable {
     let unlockTimeout: Duration
     /// Progress for the person (never a secret).
     let log: @Sendable (String) -> Void
+    /// Opens the items here whose access asks for authentication, to
+    /// compare their secrets with the source's: one context for the whole
+    /// import, its authentication kept for the longest reuse window, so
+    /// the person touches once (nil: such items are not compared).
+    let comparing: AuthenticationContext?
 
+    /// `context`: a context that asks the person (the terminal's), for
+    /// the items here that need authentication; nil: they are not compared.
     package init(source: SecretServiceSource, device: TouchstoneDevice, access: AccessControl, dryRun: Bool,
-                 unlockTimeout: Duration, log: @escaping @Sendable (String) -> Void) {
+                 unlockTimeout: Duration, comparingWith context: AuthenticationContext? = nil,
+                 log: @escaping @Sendable (String) -> Void) {
         self.source = source
         self.device = device
         self.access = access
         self.dryRun = dryRun
         self.unlockTimeout = unlockTimeout
+        context?.allowableReuseDuration = AuthenticationContext.maximumReuseDuration
+        comparing = context
         self.log = log
     }
 
@@ -191,15 +201,26 @@ package struct SecretServiceImport: Sendable {
                     && ($0.item.attributes.map(SecretServiceProvider.clientAttributes) ?? [:]) == item.attributes
             }
             for candidate in here {
-                guard candidate.item.attributes?.access.flags.isEmpty == true else {
+                let context: AuthenticationContext
+                if candidate.item.attributes?.access.flags.isEmpty == true {
+                    context = device.makeContext()
+                    context.interactionNotAllowed = true
+                } else if let comparing {
+                    context = comparing
+                } else {
                     return .skipped("an item of this label and attributes is there already (its access asks for a touch: its secret was not compared)")
                 }
-                let context = device.makeContext()
-                context.interactionNotAllowed = true
-                if let existing = try? await keychain.get(candidate.reference, context: context, reason: "touchstone import compares it"),
-                   existing == secret {
-                    return .skipped("there already (the same label, attributes and secret)")
+                let existing: SecureBytes
+                do throws(KeychainError) {
+                    existing = try await keychain.get(candidate.reference, context: context,
+                                                      reason: "touchstone import compares an item here with the source's")
+                } catch {
+                    if context === comparing {
+                        return .skipped("an item of this label and attributes is there already, and its secret could not be compared: \(error)")
+                    }
+                    continue
                 }
+                if existing == secret { return .skipped("there already (the same label, attributes and secret)") }
             }
             if dryRun { return .added }
             _ = try await keychain.add(secret, attributes: stored, label: item.label,

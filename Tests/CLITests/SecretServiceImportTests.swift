@@ -212,6 +212,42 @@ struct SecretServiceImportTests {
         }
     }
 
+    @Test("an item here whose access asks for a touch is compared with the source's after one touch of the person importing: the same secret is skipped, a changed one added; a stranger's touch compares nothing (skipped, and why)")
+    func gatedItemsCompared() async throws {
+        try await SecretServiceRig.with { rig in
+            #expect(await rig.setPasscode().code == 0)
+            #expect(try await offPool { rig.sandbox.enroll("right-index-finger", as: "owner") }.code == 0)
+            try await Self.withTouchstoneSource(rig) { _, _ in
+                #expect(await rig.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "first").code == 0)
+                let first = await rig.cli(["--sim", "import", "--from-secret-service", "--access", "biometry-any"])
+                #expect(first.code == 0 && first.stdoutText.contains("found 1, added 1, skipped 0, failed 0"), "\(first.stdoutText) \(first.stderr)")
+
+                /// The import again, the rig's reader touched with `finger` when it asks.
+                func again(touching finger: String) async throws -> CLIResult {
+                    let running = try rig.start(CLIProcess.binary, ["--sim", "import", "--from-secret-service", "--access", "biometry-any"])
+                    let touched = try await offPool { () -> Bool in
+                        running.waitForStderr("touch the reader") && rig.sandbox.run(["sim", "touch", finger, "--wait", "60"]).code == 0
+                    }
+                    #expect(touched, "\(running.stderrSoFar)")
+                    return await rig.wait(running)
+                }
+                let same = try await again(touching: "owner")
+                #expect(same.code == 0 && same.stdoutText.contains("found 1, added 0, skipped 1, failed 0")
+                        && same.stdoutText.contains("there already (the same label, attributes and secret)"), "\(same.stdoutText) \(same.stderr)")
+
+                // The source's secret changes (secret-tool replaces it).
+                #expect(await rig.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "second").code == 0)
+                let stranger = try await again(touching: "mallory")
+                #expect(stranger.code == 0 && stranger.stdoutText.contains("found 1, added 0, skipped 1, failed 0")
+                        && stranger.stdoutText.contains("its secret could not be compared"), "\(stranger.stdoutText) \(stranger.stderr)")
+                let changed = try await again(touching: "owner")
+                #expect(changed.code == 0 && changed.stdoutText.contains("found 1, added 1, skipped 0, failed 0"), "\(changed.stdoutText) \(changed.stderr)")
+                let listed = await rig.cli(["--sim", "list", "--service", "mail"]).stdoutText
+                #expect(listed.split(separator: "\n").count == 2, "the old secret and the new: \(listed)")
+            }
+        }
+    }
+
     @Test("a source's item locked by itself (another Touchstone's item that needs a touch, its collection open) is unlocked through the source's own prompt and imported byte for byte; a stranger's touch leaves it locked and it fails (exit 1), the open item imported")
     func lockedSourceItem() async throws {
         try await SecretServiceRig.with { rig in
