@@ -24,6 +24,10 @@ package struct SecretServiceImport: Sendable {
     /// import, its authentication kept for the longest reuse window, so
     /// the person touches once (nil: such items are not compared).
     let comparing: AuthenticationContext?
+    /// Why the person's authentication for comparing was refused, once it
+    /// was: it is not asked again in this import (a person who is not
+    /// there is not waited for once per item).
+    let comparingRefused = Locked<String?>(nil)
 
     /// `context`: a context that asks the person (the terminal's), for
     /// the items here that need authentication; nil: they are not compared.
@@ -206,6 +210,9 @@ package struct SecretServiceImport: Sendable {
                     context = device.makeContext()
                     context.interactionNotAllowed = true
                 } else if let comparing {
+                    if let why = comparingRefused.withLock({ $0 }) {
+                        return .skipped("an item of this label and attributes is there already, and its secret could not be compared: \(why)")
+                    }
                     context = comparing
                 } else {
                     return .skipped("an item of this label and attributes is there already (its access asks for a touch: its secret was not compared)")
@@ -216,6 +223,11 @@ package struct SecretServiceImport: Sendable {
                                                       reason: "touchstone import compares an item here with the source's")
                 } catch {
                     if context === comparing {
+                        switch error {
+                        case .authFailed, .authentication, .userCanceled, .interactionNotAllowed:
+                            comparingRefused.withLock { $0 = $0 ?? error.description }
+                        default: break  // this item's own trouble: the next is still compared
+                        }
                         return .skipped("an item of this label and attributes is there already, and its secret could not be compared: \(error)")
                     }
                     continue

@@ -212,15 +212,16 @@ struct SecretServiceImportTests {
         }
     }
 
-    @Test("an item here whose access asks for a touch is compared with the source's after one touch of the person importing: the same secret is skipped, a changed one added; a stranger's touch compares nothing (skipped, and why)")
+    @Test("items here whose access asks for a touch are compared with the source's after one touch of the person importing, asked once for them all: the same secret is skipped, a changed one added; a stranger's touch compares nothing and is not asked again (skipped, and why)")
     func gatedItemsCompared() async throws {
         try await SecretServiceRig.with { rig in
             #expect(await rig.setPasscode().code == 0)
             #expect(try await offPool { rig.sandbox.enroll("right-index-finger", as: "owner") }.code == 0)
             try await Self.withTouchstoneSource(rig) { _, _ in
                 #expect(await rig.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "first").code == 0)
+                #expect(await rig.secretTool(["store", "--label=VPN", "service", "vpn"], stdin: "vpn-secret").code == 0)
                 let first = await rig.cli(["--sim", "import", "--from-secret-service", "--access", "biometry-any"])
-                #expect(first.code == 0 && first.stdoutText.contains("found 1, added 1, skipped 0, failed 0"), "\(first.stdoutText) \(first.stderr)")
+                #expect(first.code == 0 && first.stdoutText.contains("found 2, added 2, skipped 0, failed 0"), "\(first.stdoutText) \(first.stderr)")
 
                 /// The import again, the rig's reader touched with `finger` when it asks.
                 func again(touching finger: String) async throws -> CLIResult {
@@ -231,17 +232,21 @@ struct SecretServiceImportTests {
                     #expect(touched, "\(running.stderrSoFar)")
                     return await rig.wait(running)
                 }
+                func asked(_ result: CLIResult) -> Int { result.stderr.components(separatedBy: "touch the reader").count - 1 }
                 let same = try await again(touching: "owner")
-                #expect(same.code == 0 && same.stdoutText.contains("found 1, added 0, skipped 1, failed 0")
+                #expect(same.code == 0 && same.stdoutText.contains("found 2, added 0, skipped 2, failed 0")
                         && same.stdoutText.contains("there already (the same label, attributes and secret)"), "\(same.stdoutText) \(same.stderr)")
+                #expect(asked(same) == 1, "one touch for both: \(same.stderr)")
 
-                // The source's secret changes (secret-tool replaces it).
+                // The source's Mail secret changes (secret-tool replaces it).
                 #expect(await rig.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "second").code == 0)
                 let stranger = try await again(touching: "mallory")
-                #expect(stranger.code == 0 && stranger.stdoutText.contains("found 1, added 0, skipped 1, failed 0")
-                        && stranger.stdoutText.contains("its secret could not be compared"), "\(stranger.stdoutText) \(stranger.stderr)")
+                #expect(stranger.code == 0 && stranger.stdoutText.contains("found 2, added 0, skipped 2, failed 0")
+                        && stranger.stdoutText.components(separatedBy: "its secret could not be compared").count == 3,
+                        "\(stranger.stdoutText) \(stranger.stderr)")
+                #expect(asked(stranger) == 1, "refused once, not asked again: \(stranger.stderr)")
                 let changed = try await again(touching: "owner")
-                #expect(changed.code == 0 && changed.stdoutText.contains("found 1, added 1, skipped 0, failed 0"), "\(changed.stdoutText) \(changed.stderr)")
+                #expect(changed.code == 0 && changed.stdoutText.contains("found 2, added 1, skipped 1, failed 0"), "\(changed.stdoutText) \(changed.stderr)")
                 let listed = await rig.cli(["--sim", "list", "--service", "mail"]).stdoutText
                 #expect(listed.split(separator: "\n").count == 2, "the old secret and the new: \(listed)")
             }
