@@ -212,9 +212,9 @@ struct SecretServiceImportTests {
         }
     }
 
-    @Test("items here whose access asks for a touch are compared with the source's after one touch of the person importing, asked once for them all: the same secret is skipped, a changed one added; a stranger's touch compares nothing and is not asked again (skipped, and why)")
-    func gatedItemsCompared() async throws {
-        try await SecretServiceRig.with { rig in
+    @Test("items here whose access asks for a touch are compared with the source's after one touch of the person importing, asked once for them all: the same secret is skipped, a changed one added; a stranger's touch compares nothing and is not asked again (skipped, and why); through both engines", arguments: [false, true])
+    func gatedItemsCompared(_ daemon: Bool) async throws {
+        try await SecretServiceRig.with(daemon: daemon) { rig in
             #expect(await rig.setPasscode().code == 0)
             #expect(try await offPool { rig.sandbox.enroll("right-index-finger", as: "owner") }.code == 0)
             try await Self.withTouchstoneSource(rig) { _, _ in
