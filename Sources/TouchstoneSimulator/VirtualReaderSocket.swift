@@ -47,9 +47,11 @@ package struct VirtualReaderSocket: Sendable {
         return connection
     }
 
-    /// Writes the command, half-closes, reads to EOF (5 s receive timeout).
+    /// Writes the command, half-closes, reads to EOF (30 s receive timeout:
+    /// the reader's process answers from its main loop, which a loaded
+    /// machine may hold up; the bound is for a process that hangs).
     private func exchange(_ connection: borrowing OwnedDescriptor, _ command: String) throws -> String {
-        try? connection.setOption(SOL_SOCKET, SO_RCVTIMEO, timeval(tv_sec: 5, tv_usec: 0))
+        try? connection.setOption(SOL_SOCKET, SO_RCVTIMEO, timeval(tv_sec: 30, tv_usec: 0))
         do {
             try Array(command.utf8).withUnsafeBytes { bytes in try connection.writeAll(bytes) }
         } catch {
