@@ -205,6 +205,9 @@ package struct SecretServiceImport: Sendable {
                     && ($0.item.attributes.map(SecretServiceProvider.clientAttributes) ?? [:]) == item.attributes
             }
             for candidate in here {
+                // One that no longer opens (the fingers changed) holds no
+                // secret to keep: the source's comes in beside it.
+                guard candidate.item.state == .ok else { continue }
                 let context: AuthenticationContext
                 if candidate.item.attributes?.access.flags.isEmpty == true {
                     context = device.makeContext()

@@ -253,6 +253,27 @@ struct SecretServiceImportTests {
         }
     }
 
+    @Test("an item here that no longer opens (biometry-current-set, after an enrolment change) holds nothing to keep: another import brings the source's secret in beside it, asking no touch")
+    func invalidatedItemNotKept() async throws {
+        try await SecretServiceRig.with { rig in
+            #expect(await rig.setPasscode().code == 0)
+            #expect(try await offPool { rig.sandbox.enroll("right-index-finger", as: "owner") }.code == 0)
+            try await Self.withTouchstoneSource(rig) { _, _ in
+                #expect(await rig.secretTool(["store", "--label=Mail", "service", "mail"], stdin: "mail-secret").code == 0)
+                let importing = ["--sim", "import", "--from-secret-service", "--access", "biometry-current-set"]
+                let first = await rig.cli(importing)
+                #expect(first.code == 0 && first.stdoutText.contains("found 1, added 1, skipped 0, failed 0"), "\(first.stdoutText) \(first.stderr)")
+                let thumb = try await offPool { rig.sandbox.enroll("left-thumb", as: "owner-thumb") }
+                #expect(thumb.code == 0, "\(thumb.stderr)")
+                let again = await rig.cli(importing)
+                #expect(again.code == 0 && again.stdoutText.contains("found 1, added 1, skipped 0, failed 0") && !again.stderr.contains("touch the reader"),
+                        "\(again.stdoutText) \(again.stderr)")
+                let states = await rig.cli(["--sim", "list", "--service", "mail"]).stdoutText.split(separator: "\n").map { $0.split(separator: "\t")[3] }
+                #expect(states.sorted() == ["invalidated", "ok"], "\(states)")
+            }
+        }
+    }
+
     @Test("a source's item locked by itself (another Touchstone's item that needs a touch, its collection open) is unlocked through the source's own prompt and imported byte for byte; a stranger's touch leaves it locked and it fails (exit 1), the open item imported")
     func lockedSourceItem() async throws {
         try await SecretServiceRig.with { rig in
