@@ -29,8 +29,8 @@ struct DaemonAccountTests {
                 _ = try? Swtpm.run(try Confinement.tool("userdel"), [oldName])
                 _ = try? Swtpm.run(try Confinement.tool("userdel"), [newName])
             }
-            let entry = try #require(getpwnam(oldName))
-            let old = TestUser(name: oldName, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid, home: folder)
+            let entry = try #require(passwdEntry(oldName))
+            let old = TestUser(name: oldName, uid: entry.uid, gid: entry.gid, home: folder)
             chown(folder, old.uid, old.gid)
             chmod(folder, 0o700)
             try rig.setUp(old)

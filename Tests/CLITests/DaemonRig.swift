@@ -4,6 +4,17 @@ import TestRigs
 import TouchstoneSimulator
 import TouchstoneModel
 
+/// `name`'s uid and gid from the user database, read with getpwnam_r:
+/// getpwnam's buffer is one per process, and rigs of tests that run in
+/// parallel look up users at the same time.
+func passwdEntry(_ name: String) -> (uid: uid_t, gid: gid_t)? {
+    var entry = passwd()
+    var result: UnsafeMutablePointer<passwd>?
+    var buffer = [CChar](repeating: 0, count: 16384)
+    guard getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+    return (entry.pw_uid, entry.pw_gid)
+}
+
 /// A user this test created (useradd) and removes (userdel).
 struct TestUser {
     let name: String
@@ -114,8 +125,8 @@ final class DaemonRig {
         var arguments = ["--no-create-home", "--home-dir", system ? "/nonexistent" : home, "--user-group"]
         arguments += system ? ["--system", "--shell", "/usr/sbin/nologin"] : ["--shell", "/bin/sh"]
         let status = try Swtpm.run(try Confinement.tool("useradd"), arguments + [name])
-        guard status == 0, let entry = getpwnam(name) else { throw RigFailure("useradd \(name) failed (status \(status))") }
-        let user = TestUser(name: name, uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid, home: home)
+        guard status == 0, let entry = passwdEntry(name) else { throw RigFailure("useradd \(name) failed (status \(status))") }
+        let user = TestUser(name: name, uid: entry.uid, gid: entry.gid, home: home)
         if !system {
             try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: false)
             chown(home, user.uid, user.gid)
