@@ -98,8 +98,8 @@ extension Session {
         } else {
             for entry in outcome.skipped { Output.result("skipped: " + SafeText.escaped("\(entry.collection) / \(entry.label): \(entry.why)")) }
             for entry in outcome.failed { Output.result("failed: " + SafeText.escaped("\(entry.collection) / \(entry.label): \(entry.why)")) }
-            for made in outcome.collectionsMade { Output.result("collection made: " + SafeText.escaped("\(made)")) }
-            if let alias = outcome.defaultAlias { Output.result("the alias default now names " + SafeText.escaped("\(alias)") + ", as in the source") }
+            for made in outcome.collectionsMade { Output.result("collection made: " + SafeText.escaped(made)) }
+            if let alias = outcome.defaultAlias { Output.result("the alias default now names " + SafeText.escaped(alias) + ", as in the source") }
             Output.result("found \(outcome.found), \(dryRun ? "would add" : "added") \(outcome.added), skipped \(outcome.skipped.count), failed \(outcome.failed.count)")
         }
         if !outcome.failed.isEmpty {

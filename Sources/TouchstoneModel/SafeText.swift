@@ -8,17 +8,7 @@ package enum SafeText {
     /// replacement characters written as `\u{XXXX}`, cut after
     /// `shownCharacters` characters with `...` added.
     package static func quoted(_ value: String) -> String {
-        var shown = ""
-        var count = 0
-        for scalar in value.unicodeScalars {
-            if count == shownCharacters {
-                shown += "..."
-                break
-            }
-            shown += isUnsafe(scalar) ? "\\u{\(hex(scalar))}" : String(scalar)
-            count += 1
-        }
-        return "'\(shown)'"
+        "'\(shown(value, limit: shownCharacters))'"
     }
 
     /// `value` with control, bidirectional and replacement characters
@@ -28,18 +18,24 @@ package enum SafeText {
     /// line and an escape sequence would drive the terminal.
     package static func escaped(_ value: String) -> String {
         guard value.unicodeScalars.contains(where: isUnsafe) else { return value }
-        var shown = ""
-        for scalar in value.unicodeScalars {
-            shown += isUnsafe(scalar) ? "\\u{\(hex(scalar))}" : String(scalar)
-        }
-        return shown
+        return shown(value, limit: nil)
     }
 
-    /// `escaped`, cut after `limit` characters with `...` added: a name
-    /// from elsewhere inside a prompt, which must stay one readable line.
-    package static func shown(_ value: String, limit: Int = 96) -> String {
-        let whole = escaped(value)
-        return whole.count > limit ? String(whole.prefix(limit)) + "..." : whole
+    /// `escaped`, cut after `limit` of the value's characters (Unicode
+    /// scalars; nil: whole) with `...` added: a name from elsewhere inside
+    /// a prompt or a message, which must stay one readable line.
+    package static func shown(_ value: String, limit: Int? = 96) -> String {
+        var shown = ""
+        var count = 0
+        for scalar in value.unicodeScalars {
+            if count == limit {
+                shown += "..."
+                break
+            }
+            shown += isUnsafe(scalar) ? "\\u{\(hex(scalar))}" : String(scalar)
+            count += 1
+        }
+        return shown
     }
 
     /// Control characters (C0, DEL, C1), which break output lines and

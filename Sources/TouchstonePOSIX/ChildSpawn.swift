@@ -42,11 +42,11 @@ package enum ChildSpawn {
     package static func start(_ executable: String, bytes arguments: [[UInt8]], actions: inout posix_spawn_file_actions_t,
                               environment: [String: String]? = nil, newSession: Bool = false,
                               inheritedBelow: Int32 = 3) throws(SpawnError) -> pid_t {
-        // Marked here, and closed in the child after the caller's actions:
-        // a descriptor another thread opens between the two (a TSS socket,
-        // a pipe) reaches no child either.
-        markDescriptorsCloseOnExec()
-        if let addCloseFrom { _ = addCloseFrom(&actions, inheritedBelow) }
+        // Closed in the child, after the caller's actions: also a descriptor
+        // another thread opens while this one spawns (a TSS socket, a pipe).
+        // Without closefrom (a C library before 2.34), marked close-on-exec
+        // here instead, which such a descriptor can slip past.
+        if let addCloseFrom { _ = addCloseFrom(&actions, inheritedBelow) } else { markDescriptorsCloseOnExec() }
         var attributes = posix_spawnattr_t()
         posix_spawnattr_init(&attributes)
         defer { posix_spawnattr_destroy(&attributes) }
@@ -113,14 +113,14 @@ package enum ChildSpawn {
 
     /// glibc's posix_spawn_file_actions_addclosefrom_np (2.34 and later),
     /// which Swift does not import: found at run time; nil on an older C
-    /// library, where the marking below is all there is.
+    /// library, where the marking below is what there is.
     private typealias AddCloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
     private static let addCloseFrom: AddCloseFrom? = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "posix_spawn_file_actions_addclosefrom_np")
         .map { unsafeBitCast($0, to: AddCloseFrom.self) }
 
     /// Sets FD_CLOEXEC on every descriptor above stderr (the TSS's sockets,
     /// Foundation's pipes), so a spawned child inherits none of them.
-    package static func markDescriptorsCloseOnExec() {
+    static func markDescriptorsCloseOnExec() {
         guard let directory = opendir("/proc/self/fd") else { return }
         defer { closedir(directory) }
         let listing = dirfd(directory)

@@ -204,6 +204,9 @@ package struct SecretServiceImport: Sendable {
                 SecretServiceProvider.collection(of: $0) == target && ($0.item.attributes?.label ?? "") == item.label
                     && ($0.item.attributes.map(SecretServiceProvider.clientAttributes) ?? [:]) == item.attributes
             }
+            func notCompared(_ why: String) -> Step {
+                .skipped("an item of this label and attributes is there already, and its secret could not be compared: \(why)")
+            }
             for candidate in here {
                 // One that no longer opens (the fingers changed) holds no
                 // secret to keep: the source's comes in beside it.
@@ -213,9 +216,7 @@ package struct SecretServiceImport: Sendable {
                     context = device.makeContext()
                     context.interactionNotAllowed = true
                 } else if let comparing {
-                    if let why = comparingRefused.withLock({ $0 }) {
-                        return .skipped("an item of this label and attributes is there already, and its secret could not be compared: \(why)")
-                    }
+                    if let why = comparingRefused.withLock({ $0 }) { return notCompared(why) }
                     context = comparing
                 } else {
                     return .skipped("an item of this label and attributes is there already (its access asks for a touch: its secret was not compared)")
@@ -231,7 +232,7 @@ package struct SecretServiceImport: Sendable {
                             comparingRefused.withLock { $0 = $0 ?? error.description }
                         default: break  // this item's own trouble: the next is still compared
                         }
-                        return .skipped("an item of this label and attributes is there already, and its secret could not be compared: \(error)")
+                        return notCompared(error.description)
                     }
                     continue
                 }

@@ -57,8 +57,8 @@ extension Vault {
     /// the new one is attested).
     package func createFIDOCredential(_ request: FIDOCredentialRequest, replace: Bool = false, keepingOthers: Bool = false) throws(VaultError) -> FIDOCredentialInfo {
         try requireWritable()
-        func clean(_ text: String) -> Bool { !text.unicodeScalars.contains { $0.properties.generalCategory == .control } }
-        guard !request.relyingParty.isEmpty, request.relyingParty.utf8.count <= Self.maximumRelyingParty, clean(request.relyingParty) else {
+        guard !request.relyingParty.isEmpty, request.relyingParty.utf8.count <= Self.maximumRelyingParty,
+              !Self.hasControlCharacter(request.relyingParty) else {
             throw VaultError.invalidInput("a relying party (or ssh application) is 1 to \(Self.maximumRelyingParty) bytes, without control characters")
         }
         guard request.userID.count <= Self.maximumUserID else {
@@ -93,10 +93,14 @@ extension Vault {
         return info
     }
 
+    private static func hasControlCharacter(_ text: String) -> Bool {
+        text.unicodeScalars.contains { $0.properties.generalCategory == .control }
+    }
+
     /// A user name and display name as a credential keeps them.
     private static func checkUserNames(_ names: String...) throws(VaultError) {
         for name in names {
-            guard name.utf8.count <= maximumFieldSize, !name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            guard name.utf8.count <= maximumFieldSize, !hasControlCharacter(name) else {
                 throw VaultError.invalidInput("a user name is at most \(maximumFieldSize) bytes, without control characters")
             }
         }

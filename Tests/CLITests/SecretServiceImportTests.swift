@@ -169,16 +169,7 @@ struct SecretServiceImportTests {
     static func importTouching(_ rig: SecretServiceRig, source: CLISandbox, provider: RunningCLI,
                                _ finger: String, occurrence: Int) async throws -> CLIResult {
         let running = try rig.start(CLIProcess.binary, ["--sim", "import", "--from-secret-service"])
-        let touched = try await offPool { () -> Bool in
-            let deadline = Date().addingTimeInterval(60)
-            while Date() < deadline {
-                if provider.stderrSoFar.components(separatedBy: "waiting for a touch").count > occurrence {
-                    return source.run(["sim", "touch", finger, "--wait", "60"]).code == 0
-                }
-                usleep(20_000)
-            }
-            return false
-        }
+        let touched = try await offPool { SecretServiceRig.touchWhenAsked(provider, on: source, finger, occurrence: occurrence) }
         #expect(touched, "\(provider.stderrSoFar)")
         return await rig.wait(running)
     }

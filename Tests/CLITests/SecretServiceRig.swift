@@ -136,6 +136,12 @@ final class SecretServiceRig: @unchecked Sendable {
     /// `occurrence`th time), then touches with simulated finger `id`.
     func touchWhenAskedBlocking(_ id: String, occurrence: Int = 1) -> Bool {
         guard let provider else { return false }
+        return Self.touchWhenAsked(provider, on: sandbox, id, occurrence: occurrence)
+    }
+
+    /// `touchWhenAskedBlocking` for any provider (`provider`, running on
+    /// `sandbox`'s simulator: another Touchstone as an import's source).
+    static func touchWhenAsked(_ provider: RunningCLI, on sandbox: CLISandbox, _ id: String, occurrence: Int) -> Bool {
         let deadline = Date().addingTimeInterval(60)
         while Date() < deadline {
             if provider.stderrSoFar.components(separatedBy: "waiting for a touch").count > occurrence {
