@@ -58,7 +58,7 @@ struct VerifyOutcome {
 
 /// Runs the matching benchmark; its report as text.
 func runMatchingBenchmark(_ options: MatchingOptions) async throws -> String {
-    setenv("G_MESSAGES_DEBUG", "all", 1)
+    ProcessEnvironment.set("G_MESSAGES_DEBUG", "all")
     let logged = Mutex<[Int]>([])
     FprintLog.recordScores { score in logged.withLock { $0.append(score) } }
     let folder = try makeBenchFolder()

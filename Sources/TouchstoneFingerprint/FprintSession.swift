@@ -1,5 +1,6 @@
 internal import CFPrint
 import Glibc
+import TouchstonePOSIX
 
 /// One libfprint context (`FpContext`) and the devices it found, for one
 /// `LibfprintReader`. Used only on the libfprint thread (hence
@@ -16,19 +17,19 @@ final class FprintSession: @unchecked Sendable {
     /// Creates the context and enumerates on first use. libfprint reads the
     /// virtual readers' environment variables during enumeration; they are
     /// set only around it, and enumeration only ever runs on the libfprint
-    /// thread, so two sessions never see each other's values.
+    /// thread, so two sessions never see each other's values. Set back to
+    /// empty rather than removed (libfprint takes an empty one for none):
+    /// see `ProcessEnvironment`.
     private func ensureContext() -> UnsafeMutablePointer<FpContext> {
         if let context { return context }
-        var saved: [String: String?] = [:]
+        var saved: [String: String] = [:]
         for (name, value) in environment {
-            saved[name] = getenv(name).map { String(cString: $0) }
-            setenv(name, value, 1)
+            saved[name] = ProcessEnvironment.value(name) ?? ""
+            ProcessEnvironment.set(name, value)
         }
         let created = fp_context_new()!
         fp_context_enumerate(created)
-        for (name, old) in saved {
-            if let old { setenv(name, old, 1) } else { unsetenv(name) }
-        }
+        for (name, old) in saved { ProcessEnvironment.set(name, old) }
         context = created
         return created
     }

@@ -72,7 +72,7 @@ package enum ChildSpawn {
         var pid: pid_t = 0
         // posix_spawn returns its error number rather than setting errno.
         let rc = envp.map { e in e.withUnsafeBufferPointer { posix_spawn(&pid, executable, &actions, &attributes, argv, $0.baseAddress) } }
-            ?? posix_spawn(&pid, executable, &actions, &attributes, argv, environ)
+            ?? ProcessEnvironment.reading { posix_spawn(&pid, executable, &actions, &attributes, argv, environ) }
         guard rc == 0 else { throw SpawnError(executable: executable, errno: Errno(rawValue: rc)) }
         return pid
     }

@@ -87,7 +87,7 @@ final class TCTIConnection {
 /// the first connection, unless the user set TSS2_LOG to debug. Child
 /// processes inherit it; the tests and the benchmark pass their own
 /// environment to the tools they run.
-private let quietTSSLogging: Void = { setenv("TSS2_LOG", "all+none", 0) }()
+private let quietTSSLogging: Void = { ProcessEnvironment.set("TSS2_LOG", "all+none", replacing: false) }()
 
 // MARK: - The counting TCTI
 

@@ -4,7 +4,8 @@ import Testing
 /// The POSIX layer is the only place that speaks errno and close(2)
 /// directly: everywhere else an error is an `Errno` (its description is
 /// strerror's), a retry on EINTR is `valueOrErrno(retryOnInterrupt:)`, and
-/// a descriptor is closed by its `OwnedDescriptor`. Read from the sources,
+/// a descriptor is closed by its `OwnedDescriptor`, and the environment is
+/// changed through `ProcessEnvironment`. Read from the sources,
 /// so that a new file cannot bring the old ways back unnoticed.
 @Suite("Source rules of the POSIX layer")
 struct SourceRulesTests {
@@ -17,6 +18,7 @@ struct SourceRulesTests {
         (#"strerror\("#, "Errno's description"),
         (#"==\s*EINTR|EINTR\s*=="#, "valueOrErrno(retryOnInterrupt: true)"),
         (#"(^|[^.\w])close\(\s*[A-Za-z_]\w*\s*\)"#, "an OwnedDescriptor"),
+        (#"(^|[^.\w])(setenv|putenv)\("#, "ProcessEnvironment.set (a spawn reading environ meanwhile fails)"),
     ]
 
     /// Every offending line as "path:line: text".
@@ -32,16 +34,18 @@ struct SourceRulesTests {
         return found
     }
 
-    @Test("the rules catch what they are for: strerror, an EINTR comparison, a bare close (and not a method named close)")
+    @Test("the rules catch what they are for: strerror, an EINTR comparison, a bare close (and not a method named close), setenv (and not unsetenv)")
     func rulesCatch() throws {
         #expect(try Self.offences(in: "let why = String(cString: strerror(errno))", path: "x").count == 1)
         #expect(try Self.offences(in: "if count < 0, errno == EINTR { continue }", path: "x").count == 1)
         #expect(try Self.offences(in: "defer { close(fd) }", path: "x").count == 1)
         #expect(try Self.offences(in: "try connection.close()\nawait opened.close()\nsqlite3_close(handle)", path: "x").isEmpty)
         #expect(try Self.offences(in: "// close(fd) was here", path: "x").isEmpty)
+        #expect(try Self.offences(in: "setenv(\"A\", \"b\", 1)", path: "x").count == 1)
+        #expect(try Self.offences(in: "unsetenv(\"LISTEN_PID\")\nProcessEnvironment.set(\"A\", \"b\")", path: "x").isEmpty)
     }
 
-    @Test("no Swift file outside TouchstonePOSIX calls strerror, compares with EINTR, or closes a raw descriptor")
+    @Test("no Swift file outside TouchstonePOSIX calls strerror, compares with EINTR, closes a raw descriptor or calls setenv")
     func sourcesFollowThem() throws {
         let files = try #require(FileManager.default.enumerator(atPath: Self.sources)).compactMap { $0 as? String }
             .filter { $0.hasSuffix(".swift") && !$0.hasPrefix("TouchstonePOSIX/") }
